@@ -1,0 +1,40 @@
+# The README's commands. Each one sets up what it needs on a fresh machine (a venv in .venv).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/pip --disable-pip-version-check -q
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+## demo: ingest the example project on the embedded defaults (no API key, no server) and ask it
+demo: $(VENV)/.installed
+	$(BIN)/holodeck ingest agent.yaml.example
+	$(BIN)/holodeck search -a agent.yaml.example "How many times is a failing task retried?"
+
+## test: the whole test suite (starts its own Redis with the Query Engine)
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q
+
+## lint: ruff and mypy
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check holodeck tests benchmarks
+	$(BIN)/ruff format --check holodeck
+	$(BIN)/mypy
+
+## bench: the benchmarks of benchmarks/README.md
+bench: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .holodeck/index .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,141 @@
+"""``holodeck config show`` and ``holodeck config schema``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from holodeck.cli.options import agent_option, agent_path
+from holodeck.config.loader import Project, ResolvedTool, load_project
+from holodeck.config.models import AgentConfig
+from holodeck.embeddings.catalog import effective_chunk_size, facts
+from holodeck.redact import redact_url
+
+
+@click.group()
+def config() -> None:
+    """Inspect the resolved configuration."""
+
+
+@config.command("show")
+@agent_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (stable, for scripts).")
+def show(agent_opt: str | None, as_json: bool) -> None:
+    """Print the resolved configuration: per tool, its database and where that came from."""
+    project = load_project(agent_path(agent_opt))
+    data = describe_project(project)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(render_text(data))
+
+
+@config.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of agent.yaml (for editors' autocompletion)."""
+    click.echo(json.dumps(agent_schema(), indent=2))
+
+
+def agent_schema() -> dict[str, Any]:
+    """JSON Schema of agent.yaml, generated from the pydantic models."""
+    out = AgentConfig.model_json_schema()
+    out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    out["title"] = "HoloDeck agent.yaml"
+    return out
+
+
+def describe_tool(project: Project, tool: ResolvedTool) -> dict[str, Any]:
+    """One tool's resolved settings, as plain JSON-able values (passwords redacted)."""
+    cfg = tool.config
+    db = tool.database
+    if db is None:
+        database: dict[str, Any] = {
+            "provider": "local",
+            "path": f".holodeck/index/{tool.name}",
+            "origin": tool.database_origin,
+        }
+    else:
+        database = {
+            "provider": db.provider,
+            "connection_string": redact_url(db.connection_string),
+            "index_name": db.index_name,
+            "vector_algorithm": db.vector_algorithm,
+            "distance_metric": db.distance_metric,
+            "origin": tool.database_origin,
+        }
+    known = facts(tool.embedding_model)
+    return {
+        "name": cfg.name,
+        "description": cfg.description,
+        "source": project.display(tool.source),
+        "database": database,
+        "embedding_model": tool.embedding_model,
+        "embedding_dimensions": known.dimensions if known else None,
+        "chunk_size": effective_chunk_size(tool.embedding_model, cfg.chunk_size),
+        "chunk_size_requested": cfg.chunk_size,
+        "chunk_overlap": cfg.chunk_overlap,
+        "top_k": cfg.top_k,
+        "min_similarity_score": cfg.min_similarity_score,
+    }
+
+
+def describe_project(project: Project) -> dict[str, Any]:
+    """The whole resolved configuration as plain values."""
+    model = project.agent.model
+    return {
+        "agent_file": str(project.agent_path),
+        "project_root": str(project.root),
+        "name": project.agent.name,
+        "tenant": project.tenant_id,
+        "model": None
+        if model is None
+        else {
+            "provider": model.provider,
+            "name": model.name,
+            "endpoint": redact_url(model.endpoint) if model.endpoint else None,
+            "api_key": "***" if model.api_key else None,
+        },
+        "tools": [describe_tool(project, t) for t in project.tools],
+    }
+
+
+def render_text(data: dict[str, Any]) -> str:
+    """The human-readable form of ``describe_project``."""
+    lines = [f"Agent {data['name']} (tenant {data['tenant']}) from {data['agent_file']}"]
+    model = data["model"]
+    lines.append(
+        f"Model: {model['provider']} {model['name']}"
+        if model
+        else "Model: none (retrieval-only: chat and test search the knowledge bases directly)"
+    )
+    if not data["tools"]:
+        lines.append("No tools.")
+    for tool in data["tools"]:
+        db = tool["database"]
+        if db["provider"] == "local":
+            where = f"local index at {db['path']}"
+        else:
+            where = (
+                f"redis {db['connection_string']} index {db['index_name']} "
+                f"({db['vector_algorithm']}, {db['distance_metric']})"
+            )
+        size = f"{tool['chunk_size']} tokens"
+        if tool["chunk_size"] != tool["chunk_size_requested"]:
+            size += f" (asked {tool['chunk_size_requested']}; the model reads {tool['chunk_size']})"
+        dims = f", {tool['embedding_dimensions']} dims" if tool["embedding_dimensions"] else ""
+        min_score = tool["min_similarity_score"]
+        lines += [
+            "",
+            f"Tool {tool['name']}",
+            f"  source:          {tool['source']}",
+            f"  database:        {where}",
+            f"  from:            {db['origin']}",
+            f"  embedding model: {tool['embedding_model']}{dims}",
+            f"  chunk size:      {size}",
+            f"  chunk overlap:   {tool['chunk_overlap']} tokens",
+            f"  top_k:           {tool['top_k']}",
+            f"  min score:       {'none' if min_score is None else min_score}",
+        ]
+    return "\n".join(lines)

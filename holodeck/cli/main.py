@@ -1,0 +1,80 @@
+"""The ``holodeck`` command: global flags, logging, and one place that turns errors into lines.
+
+Commands live in their own modules and hold no ingestion or search logic: they parse flags,
+call the library and render. Every ``HoloDeckError`` becomes one line on stderr and its exit
+code (2 for a user's mistake); ``-v`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from holodeck import __version__
+from holodeck.errors import ConfigError, HoloDeckError
+from holodeck.logs import setup_logging
+from holodeck.redact import redact_url
+
+
+class HoloDeckGroup(click.Group):
+    """A click group whose commands report errors as one redacted line with an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
+        except HoloDeckError as exc:
+            _fail(ctx, exc, exc.exit_code)
+        except (FileNotFoundError, ValueError) as exc:
+            # The contract's exceptions for a missing source or bad input: the user's to fix.
+            _fail(ctx, exc, ConfigError.exit_code)
+        except Exception as exc:  # a bug or an unexpected failure: still one line by default
+            _fail(ctx, exc, 3, unexpected=True)
+
+
+def _fail(ctx: click.Context, exc: BaseException, code: int, unexpected: bool = False) -> None:
+    verbose = bool((ctx.obj or {}).get("verbose"))
+    if verbose:
+        click.echo(redact_url("".join(traceback.format_exception(exc))), err=True)
+    prefix = f"Error ({type(exc).__name__})" if unexpected else "Error"
+    hint = "" if verbose or not unexpected else " (run with -v for the traceback)"
+    click.echo(redact_url(f"{prefix}: {exc}{hint}"), err=True)
+    sys.exit(code)
+
+
+@click.group(cls=HoloDeckGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="holodeck")
+@click.option("-v", "--verbose", is_flag=True, help="Show debug logs and tracebacks.")
+@click.option("-q", "--quiet", is_flag=True, help="Only show errors and results.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool, quiet: bool) -> None:
+    """HoloDeck: turn folders of documents into knowledge bases an AI agent can search."""
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+    ctx.obj["quiet"] = quiet and not verbose
+    level = logging.DEBUG if verbose else logging.ERROR if quiet else logging.INFO
+    setup_logging(level)
+
+
+def _register() -> None:
+    from holodeck.cli import config_cmd, ingest_cmd, search_cmd
+
+    cli.add_command(config_cmd.config)
+    cli.add_command(ingest_cmd.ingest)
+    cli.add_command(search_cmd.search)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(obj={})

@@ -1,0 +1,68 @@
+"""``holodeck search``: ask the knowledge bases a question from the shell."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from holodeck.cli.ingest_cmd import initialize_tools
+from holodeck.cli.options import agent_option, agent_path
+from holodeck.config.loader import load_project
+from holodeck.tools.vectorstore_tool import build_tools, clean_query
+from holodeck.vectorstore.records import ChunkFilters
+
+
+@click.command()
+@click.argument("query")
+@agent_option
+@click.option("--tool", "tool_name", default=None, help="Search only this tool.")
+@click.option("--top-k", type=click.IntRange(1, 100), default=None, help="Results per tool.")
+@click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=None, help="Score floor.")
+@click.option("--book", "books", multiple=True, help="Only this folder of the source.")
+@click.option("--tag", "tags", multiple=True, help="Only chunks with this front-matter tag.")
+@click.option("--language", default=None, help="Only chunks in this language.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON with ranks, scores and ids.")
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    agent_opt: str | None,
+    tool_name: str | None,
+    top_k: int | None,
+    min_score: float | None,
+    books: tuple[str, ...],
+    tags: tuple[str, ...],
+    language: str | None,
+    as_json: bool,
+) -> None:
+    """Search the knowledge bases (ingesting whatever changed first)."""
+    try:
+        query = clean_query(query)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="QUERY") from None
+    project = load_project(agent_path(agent_opt))
+    tools = build_tools(project, [tool_name] if tool_name else None)
+    if not tools:
+        raise click.UsageError(f"{project.agent_path.name} has no vectorstore tools to search")
+    filters = ChunkFilters(book_ids=list(books) or None, tags=list(tags) or None, language=language)
+    try:
+        initialize_tools(tools, force=False, quiet=True)
+        output: list[dict[str, object]] = []
+        texts: list[str] = []
+        for tool in tools:
+            results, total = tool.find(query, top_k=top_k, min_score=min_score, filters=filters)
+            if as_json:
+                output.append(
+                    {"tool": tool.name, "results": [vars(r) for r in results], "hits": total}
+                )
+                continue
+            text = tool.render(query, results, total, min_score)
+            texts.append(text if len(tools) == 1 else f"## {tool.name}\n\n{text}")
+        if as_json:
+            click.echo(json.dumps({"query": query, "tools": output}, indent=2))
+        else:
+            click.echo("\n\n".join(texts))
+    finally:
+        for tool in tools:
+            tool.close()

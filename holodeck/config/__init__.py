@@ -1,0 +1,1 @@
+"""Configuration: agent.yaml and the layered ``vectorstore:`` config, validated and resolved."""

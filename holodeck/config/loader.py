@@ -1,0 +1,348 @@
+"""Load agent.yaml and the two global config files into one validated ``Project``.
+
+Every mistake becomes one ``ConfigError`` line: ``file:line: field.path: what is wrong (how
+to fix)``. Line numbers come from the YAML node tree, so they point at the offending value.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import yaml
+
+from holodeck.config.envsubst import MissingVariable, environment_for, has_variable, substitute
+from holodeck.config.models import (
+    OPENAI_EMBEDDING_MODELS,
+    AgentConfig,
+    DatabaseConfig,
+    GlobalConfig,
+    VectorStoreToolConfig,
+)
+from holodeck.errors import ConfigError
+from holodeck.redact import redact_url
+
+Loc = tuple[str | int, ...]
+
+#: Names of the embedded local model, accepted whatever the LLM provider.
+LOCAL_MODEL_NAMES = (
+    "all-MiniLM-L6-v2",
+    "sentence-transformers/all-MiniLM-L6-v2",
+    "all-MiniLM-L6-v2-onnx-int8",
+)
+DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+PROJECT_CONFIG = Path(".holodeck") / "config.yaml"
+
+
+@dataclass
+class ResolvedTool:
+    """A vectorstore tool with its database and embedding model decided."""
+
+    config: VectorStoreToolConfig
+    source: Path
+    database: DatabaseConfig | None
+    database_origin: str
+    embedding_model: str
+
+    @property
+    def name(self) -> str:
+        """The tool's name, also its library id."""
+        return self.config.name
+
+
+@dataclass
+class Project:
+    """Everything one agent file and its layered config say."""
+
+    agent_path: Path
+    root: Path
+    agent: AgentConfig
+    tools: list[ResolvedTool] = field(default_factory=list)
+
+    @property
+    def tenant_id(self) -> str:
+        """Tenant of this agent's knowledge bases."""
+        return self.agent.tenant_id
+
+    def display(self, path: Path) -> str:
+        """A path as a user should read it: relative to the project root when inside it."""
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def tool(self, name: str) -> ResolvedTool:
+        """The tool called ``name``, or a ConfigError listing the valid names."""
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        valid = ", ".join(t.name for t in self.tools) or "none"
+        raise ConfigError(
+            f"{self.display(self.agent_path)}: no tool named {name!r} (tools: {valid})"
+        )
+
+
+def home_dir() -> Path:
+    """The user's home, from ``$HOME`` so tests and CI can point it elsewhere."""
+    return Path(os.environ.get("HOME") or Path.home())
+
+
+def load_project(agent_path: str | Path) -> Project:
+    """Read, substitute, validate and resolve an agent file and the global configs."""
+    path = Path(agent_path).expanduser()
+    if not path.is_file():
+        hint = " (create one from agent.yaml.example, or pass -a PATH)"
+        raise ConfigError(f"{path}: agent file not found{hint}")
+    path = path.resolve()
+    root = path.parent
+    env = environment_for(root)
+    label = _label(path)
+    data, node = _read_yaml(path, label)
+    if data is None:
+        raise ConfigError(f"{label}:1: the file is empty; it needs at least 'name:'")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{label}:1: the top level must be a mapping of keys like 'name:'")
+    _refuse_literal_api_key(data, node, label)
+    data = _substitute(data, env, node, label)
+    agent = _validate(AgentConfig, data, node, label)
+    _check_embedding_models(agent, node, label)
+    if agent.instructions and agent.instructions.file:
+        instructions = root / agent.instructions.file
+        if not instructions.is_file():
+            line = _line_of(node, ("instructions", "file"))
+            raise ConfigError(
+                f"{label}:{line}: instructions.file: {agent.instructions.file} not found "
+                f"(path relative to {label})"
+            )
+    project_db = _global_db(root / PROJECT_CONFIG, env, f"project: {PROJECT_CONFIG.as_posix()}")
+    user_db = _global_db(home_dir() / PROJECT_CONFIG, env, "user: ~/.holodeck/config.yaml")
+    tools = [_resolve_tool(t, root, agent, project_db, user_db) for t in agent.tools]
+    return Project(agent_path=path, root=root, agent=agent, tools=tools)
+
+
+def _resolve_tool(
+    tool: VectorStoreToolConfig,
+    root: Path,
+    agent: AgentConfig,
+    project_db: tuple[DatabaseConfig, str] | None,
+    user_db: tuple[DatabaseConfig, str] | None,
+) -> ResolvedTool:
+    """Apply the contract's precedence: tool database -> project -> user -> embedded default."""
+    if tool.database is not None:
+        database, origin = tool.database, "tool"
+    elif project_db is not None:
+        database, origin = project_db
+    elif user_db is not None:
+        database, origin = user_db
+    else:
+        database, origin = None, "default"
+    return ResolvedTool(
+        config=tool,
+        source=(root / tool.source).resolve()
+        if not Path(tool.source).is_absolute()
+        else Path(tool.source),
+        database=database,
+        database_origin=origin,
+        embedding_model=tool.embedding_model or default_embedding_model(agent),
+    )
+
+
+def default_embedding_model(agent: AgentConfig) -> str:
+    """The provider's default embedding model (contract): OpenAI's for OpenAI, else local."""
+    if agent.model and agent.model.provider in ("openai", "azure_openai"):
+        return DEFAULT_OPENAI_MODEL
+    return DEFAULT_LOCAL_MODEL
+
+
+def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: str) -> None:
+    """Contract rule 4: an embedding model must be one the configured provider offers."""
+    provider = agent.model.provider if agent.model else None
+    for i, tool in enumerate(agent.tools):
+        name = tool.embedding_model
+        if name is None or name in LOCAL_MODEL_NAMES or _looks_like_path(name):
+            continue
+        if provider in ("azure_openai", "ollama"):
+            continue  # deployment names and pulled models are the user's own
+        if provider == "openai" and name in OPENAI_EMBEDDING_MODELS:
+            continue
+        line = _line_of(node, ("tools", i, "embedding_model"))
+        offered = (
+            [*OPENAI_EMBEDDING_MODELS, DEFAULT_LOCAL_MODEL]
+            if provider == "openai"
+            else [DEFAULT_LOCAL_MODEL, "a folder with model.onnx and tokenizer.json"]
+        )
+        why = f"provider {provider}" if provider else "the local provider (no model: configured)"
+        raise ConfigError(
+            f"{label}:{line}: tools[{i}].embedding_model: {name!r} is not offered by {why}; "
+            f"valid: {', '.join(offered)}"
+        )
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "/", "~")) or (
+        os.sep in name and not name.startswith("sentence-transformers/")
+    )
+
+
+def _global_db(path: Path, env: dict[str, str], origin: str) -> tuple[DatabaseConfig, str] | None:
+    """The ``vectorstore:`` section of a global config file, if the file has one."""
+    if not path.is_file():
+        return None
+    label = _label(path)
+    data, node = _read_yaml(path, label)
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{label}:1: the top level must be a mapping with 'vectorstore:'")
+    data = _substitute(data, env, node, label)
+    config = _validate(GlobalConfig, data, node, label)
+    return (config.vectorstore, origin) if config.vectorstore else None
+
+
+def _read_yaml(path: Path, label: str) -> tuple[Any, yaml.Node | None]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{label}: cannot read the file: {exc}") from exc
+    try:
+        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise ConfigError(
+            f"{label}:{line}: invalid YAML: {exc.problem or exc.context} (check the indentation "
+            "and quoting)"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{label}: invalid YAML: {exc}") from exc
+
+
+def _substitute(data: Any, env: dict[str, str], node: yaml.Node | None, label: str) -> Any:
+    try:
+        return substitute(data, env)
+    except MissingVariable as exc:
+        line = _line_of(node, exc.path)
+        raise ConfigError(
+            f"{label}:{line}: {_dotted(exc.path)}: environment variable {exc.name} is not set "
+            f"(export it, add it to .env next to the agent file, or write "
+            f"${{{exc.name}:-default}})"
+        ) from None
+
+
+def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label: str) -> None:
+    """Contract (security): API keys come from the environment, never from config files."""
+    model = data.get("model")
+    key = model.get("api_key") if isinstance(model, dict) else None
+    if isinstance(key, str) and not has_variable(key):
+        line = _line_of(node, ("model", "api_key"))
+        raise ConfigError(
+            f"{label}:{line}: model.api_key: a literal API key is not allowed in a config "
+            "file; write api_key: ${OPENAI_API_KEY} (or another variable) and set it in the "
+            "environment or .env"
+        )
+
+
+def _validate(
+    model: type[pydantic.BaseModel], data: Any, node: yaml.Node | None, label: str
+) -> Any:
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc: Loc = tuple(err["loc"])
+        raise ConfigError(_describe_error(model, err, loc, node, label)) from None
+
+
+def _describe_error(
+    model: type[pydantic.BaseModel], err: Any, loc: Loc, node: yaml.Node | None, label: str
+) -> str:
+    """One line for the first validation error: file, line, field path, what would be valid."""
+    line = _line_of(node, loc)
+    where = _dotted(loc) or "(top level)"
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        valid = _fields_at(model, loc[:-1])
+        near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        return f"{label}:{line}: {where}: unknown key; {hint}valid keys: {', '.join(valid)}"
+    if kind == "missing":
+        return f"{label}:{line}: {where}: is required"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    got = err.get("input")
+    shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    return redact_url(f"{label}:{line}: {where}: {msg}{shown}")
+
+
+def _fields_at(model: type[pydantic.BaseModel], loc: Loc) -> list[str]:
+    """The valid keys of the model found by following ``loc`` through nested models."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
+            return []
+        info = current.model_fields.get(part)
+        if info is None:
+            return []
+        current = _model_in(info.annotation)
+    if isinstance(current, type) and issubclass(current, pydantic.BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    """The pydantic model inside ``X | None`` or ``list[X]``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _line_of(node: yaml.Node | None, loc: Loc) -> int:
+    """1-based line of the deepest node along ``loc`` (the key itself for a missing value)."""
+    line = node.start_mark.line + 1 if node is not None else 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == part:
+                    line = key.start_mark.line + 1
+                    node = value
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _dotted(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _label(path: Path) -> str:
+    """How a file is named in messages: relative to the cwd when below it, ~ for home."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        pass
+    try:
+        return "~/" + path.resolve().relative_to(home_dir().resolve()).as_posix()
+    except ValueError:
+        return str(path)

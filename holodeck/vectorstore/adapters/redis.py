@@ -1,0 +1,653 @@
+"""``redis``: chunks in the Redis Query Engine (RediSearch), shared across runs and machines.
+
+One RediSearch index (HNSW or FLAT; COSINE, L2 or IP) over HASH keys serves every tenant and
+library; every read and delete filters by tenant. Filters are redisvl ``Tag`` expressions, so
+the library escapes every value. Key layout, for index ``<name>``:
+
+- ``<name>:chunk:<chunk_id>``  one HASH per chunk (the indexed documents);
+- ``<name>:meta``              HASH: embedding model, dimensions, algorithm, metric;
+- ``<name>:docs:<scope>``      HASH per tenant+library: doc_id -> DocState as JSON;
+- ``<name>:lock:<scope>``      redis-py Lock: one ingest per library at a time;
+
+where ``<scope>`` is ``["tenant", "library"]`` in JSON (unambiguous whatever the ids hold).
+
+Deletes and moves never page with offsets (RediSearch caps them at MAXSEARCHRESULTS, 10,000 on
+some servers): they fetch the first page of what still matches, change it, and ask again until
+nothing matches. Counts come from the query's total, which is not capped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, cast
+
+import numpy as np
+import redis
+from redis.commands.search.query import Query
+from redis.lock import Lock
+from redisvl.exceptions import RedisVLError
+from redisvl.index import SearchIndex
+from redisvl.query import CountQuery, FilterQuery, VectorQuery
+from redisvl.query.filter import FilterExpression, Num, Tag
+
+from holodeck.errors import ConfigError, IngestError, ValidationError
+from holodeck.redact import redact, redact_url
+from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
+from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
+
+logger = logging.getLogger(__name__)
+
+Algorithm = Literal["HNSW", "FLAT"]
+Metric = Literal["COSINE", "L2", "IP"]
+
+#: Records per pipelined write.
+WRITE_BATCH = 500
+#: Keys fetched per search round when deleting, moving or listing a document's chunks.
+PAGE = 1000
+#: Seconds a library lock lives without renewal; a crashed ingest frees it after this.
+LOCK_TTL = 30.0
+#: Tag separator: a control character, so commas, pipes and spaces in ids stay one value.
+TAG_SEPARATOR = "\x1f"
+#: RediSearch truncates tag values longer than this (in bytes), so they could collide.
+MAX_TAG_BYTES = 4096
+
+_TAG_FIELDS = ("tenant_id", "library_id", "book_id", "doc_id", "tags", "language")
+_RECORD_FIELDS = (
+    "chunk_id", "tenant_id", "library_id", "book_id", "doc_id", "chunk_index", "content",
+    "vector", "embedding_model", "source_path", "mtime", "content_hash", "token_count",
+    "tags", "language",
+)  # fmt: skip
+_INDEX_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_DISTANCE = VectorQuery.DISTANCE_ID
+#: Sets library_id only on a chunk that still exists (a plain HSET would recreate a deleted
+#: chunk as a stray one-field hash).
+_MOVE_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'library_id', ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
+class RedisIndexAdapter:
+    """``IndexAdapter`` on the Redis Query Engine via redisvl (HASH storage, FLOAT32 vectors)."""
+
+    backend = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        index_name: str = "holodeck_vectors",
+        algorithm: Algorithm = "HNSW",
+        metric: Metric = "COSINE",
+    ) -> None:
+        self.url = redact_url(url)  # the raw URL (with its password) is never kept
+        if not _INDEX_NAME.match(index_name):
+            raise ConfigError(
+                f"Redis index name {index_name!r} may only hold letters, digits, '_', '.', '-'"
+            )
+        algorithm_up, metric_up = str(algorithm).upper(), str(metric).upper()
+        if algorithm_up not in ("HNSW", "FLAT"):
+            raise ConfigError(f"Redis algorithm {algorithm!r} is not one of HNSW, FLAT")
+        if metric_up not in ("COSINE", "L2", "IP"):
+            raise ConfigError(f"Redis distance metric {metric!r} is not one of COSINE, L2, IP")
+        self.index_name = index_name
+        self.algorithm = cast(Algorithm, algorithm_up)
+        self.metric = cast(Metric, metric_up)
+        self._prefix = index_name
+        self._meta_key = f"{index_name}:meta"
+        self._info: IndexInfo | None = None
+        self._index: SearchIndex | None = None
+        self._index_algorithm: Algorithm = self.algorithm  # what the index really uses
+        self._index_metric: Metric = self.metric
+        try:
+            self._client = redis.Redis.from_url(
+                url, socket_connect_timeout=5, socket_timeout=60, health_check_interval=30
+            )
+        except ValueError as exc:
+            raise ConfigError(f"invalid Redis URL {self.url}: {redact(str(exc))}") from None
+        self._move = self._client.register_script(_MOVE_SCRIPT)
+        with self._guard():
+            self._client.ping()
+            try:
+                self._client.execute_command("FT._LIST")
+            except redis.exceptions.ResponseError as exc:
+                raise ConfigError(
+                    f"Redis at {self.url} has no Query Engine (RediSearch): use Redis 8 or "
+                    f"Redis Stack ({redact(str(exc))})"
+                ) from None
+
+    def __repr__(self) -> str:
+        return f"RedisIndexAdapter({self.url!r}, index_name={self.index_name!r})"
+
+    # -- index -------------------------------------------------------------------------
+    def describe(self) -> IndexInfo | None:
+        """Model and dimensions from ``<name>:meta``; read once, then answered from memory."""
+        if self._info is not None:
+            return self._info
+        with self._guard():
+            meta = self._read_meta()
+            if meta is None:
+                return None
+            info, algorithm, metric = meta
+            if (algorithm, metric) != (self.algorithm, self.metric):
+                logger.warning(
+                    "Redis index %s was created with %s/%s, not the configured %s/%s; "
+                    "keeping the index's settings (rebuild with --force-ingest to change them)",
+                    self.index_name, algorithm, metric, self.algorithm, self.metric,
+                )  # fmt: skip
+            index = self._open(info, algorithm, metric)
+            if not index.exists():
+                logger.warning(
+                    "Redis index %s was missing beside its meta key; created it again",
+                    self.index_name,
+                )
+                index.create()
+            self._info = info
+            return info
+
+    def create(self, info: IndexInfo) -> None:
+        """Create the index and its meta key; a no-op when it exists for the same ``info``."""
+        with self._guard(), self._client.lock(f"{self._prefix}:lock:create", timeout=60,
+                                              blocking_timeout=60):  # fmt: skip
+            meta = self._read_meta()
+            if meta is not None:
+                if meta[0] != info:
+                    raise StoreError(
+                        MODEL_MISMATCH,
+                        f"Redis index {self.index_name} holds {meta[0].embedding_model} "
+                        f"({meta[0].dimensions} dims), not {info.embedding_model} "
+                        f"({info.dimensions} dims)",
+                    )
+                self._info = None
+                self.describe()
+                return
+            self._create(info)
+
+    def recreate(self, info: IndexInfo) -> None:
+        """Drop the index with every chunk, document state and meta; create it anew.
+
+        Document states go first, so a crash half-way leaves documents to re-ingest, never
+        states that claim chunks which are gone.
+        """
+        with self._guard(), self._client.lock(f"{self._prefix}:lock:create", timeout=60,
+                                              blocking_timeout=60):  # fmt: skip
+            states = list(self._client.scan_iter(match=f"{self._prefix}:docs:*", count=1000))
+            for start in range(0, len(states), PAGE):
+                self._client.delete(*states[start : start + PAGE])
+            index = self._open(info, self.algorithm, self.metric)
+            if index.exists():
+                index.delete(drop=True)
+            self._client.delete(self._meta_key)
+            self._info = None
+            self._create(info)
+
+    def total_count(self) -> int:
+        """Chunks in the whole index (the query total, not capped by MAXSEARCHRESULTS)."""
+        index = self._existing()
+        if index is None:
+            return 0
+        with self._guard():
+            return int(index.query(CountQuery(FilterExpression("*"))))
+
+    # -- chunks ------------------------------------------------------------------------
+    def upsert(self, records: Sequence[ChunkRecord]) -> None:
+        """Write whole hashes (every field, so a replaced chunk keeps nothing stale)."""
+        index = self._require()
+        rows = [_to_hash(rec) for rec in records]  # validates every record before any write
+        with self._guard():
+            index.load(rows, id_field="chunk_id", batch_size=WRITE_BATCH)
+
+    def search(
+        self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """KNN inside the tenant's scope; distances converted to cosine similarity in [0, 1]."""
+        index = self._existing()
+        scope = _scope(tenant_id, filters)
+        if index is None or scope is None or k <= 0:
+            return []
+        query = VectorQuery(
+            vector=np.asarray(vector, dtype=np.float32).tobytes(),
+            vector_field_name="vector",
+            filter_expression=scope,
+            num_results=k,
+        )
+        query.return_fields(*_RECORD_FIELDS, _DISTANCE, skip_decode=["vector"])
+        with self._guard():
+            rows = index.query(query)
+        return [
+            ChunkHit(_from_hash(row), _similarity(float(row[_DISTANCE]), self._index_metric))
+            for row in rows
+        ]
+
+    def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
+        """Remove every chunk of one document; 0 for an unknown one."""
+        return self._delete_matching(
+            _tag("tenant_id", tenant_id) & _tag("library_id", library_id) & _tag("doc_id", doc_id)
+        )
+
+    def move_book(self, tenant_id: str, book_id: str, library_id: str) -> int:
+        """Set ``library_id`` on every chunk of the book not already there; returns how many."""
+        index = self._existing()
+        if index is None:
+            return 0
+        pending = (
+            _tag("tenant_id", tenant_id)
+            & _tag("book_id", book_id)
+            & (Tag("library_id") != _checked("library_id", library_id))
+        )
+        moved = 0
+        with self._guard():
+            while keys := self._first_keys(index, pending):
+                with self._client.pipeline(transaction=False) as pipe:
+                    for key in keys:
+                        self._move(keys=[key], args=[library_id], client=pipe)
+                    done = sum(int(n) for n in pipe.execute())
+                if done == 0:
+                    raise IngestError(
+                        f"Redis index {self.index_name} keeps listing chunks that cannot be "
+                        f"moved; rebuild it with --force-ingest"
+                    )
+                moved += done
+        return moved
+
+    def get_doc_chunks(self, tenant_id: str, library_id: str, doc_id: str) -> list[ChunkRecord]:
+        """The chunks of one document with their vectors, in chunk order (paged by index)."""
+        index = self._existing()
+        if index is None:
+            return []
+        doc = _tag("tenant_id", tenant_id) & _tag("library_id", library_id) & _tag("doc_id", doc_id)
+        found: list[ChunkRecord] = []
+        with self._guard():
+            while True:
+                after = doc if not found else doc & (Num("chunk_index") > found[-1].chunk_index)
+                query = FilterQuery(after, num_results=PAGE, sort_by="chunk_index")
+                query.return_fields(*_RECORD_FIELDS, skip_decode=["vector"])
+                rows = index.query(query)
+                found += [_from_hash(row) for row in rows]
+                if len(rows) < PAGE:
+                    return found
+
+    def count(self, tenant_id: str, library_id: str) -> int:
+        """Chunks of one library of one tenant."""
+        index = self._existing()
+        if index is None:
+            return 0
+        with self._guard():
+            library = _tag("tenant_id", tenant_id) & _tag("library_id", library_id)
+            return int(index.query(CountQuery(library)))
+
+    def drop_library(self, tenant_id: str, library_id: str) -> int:
+        """Remove the library's document states, then its chunks; returns chunks removed."""
+        with self._guard():
+            self._client.delete(self._states_key(tenant_id, library_id))
+        return self._delete_matching(_tag("tenant_id", tenant_id) & _tag("library_id", library_id))
+
+    # -- document state ----------------------------------------------------------------
+    def doc_states(self, tenant_id: str, library_id: str) -> dict[str, DocState]:
+        """Every document state of one library, from its ``<name>:docs:<scope>`` hash."""
+        with self._guard():
+            raw = self._client.hgetall(self._states_key(tenant_id, library_id))
+        states = {}
+        for field, value in raw.items():
+            doc_id = _text(field)
+            data = json.loads(value)
+            states[doc_id] = DocState(
+                doc_id=doc_id,
+                mtime=float(data["mtime"]),
+                size=int(data["size"]),
+                content_hash=str(data["content_hash"]),
+                chunk_count=int(data["chunk_count"]),
+            )
+        return states
+
+    def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:
+        """Record a document as fully stored (called after its chunks are written)."""
+        value = json.dumps(
+            {
+                "mtime": state.mtime,
+                "size": state.size,
+                "content_hash": state.content_hash,
+                "chunk_count": state.chunk_count,
+            }
+        )
+        with self._guard():
+            self._client.hset(self._states_key(tenant_id, library_id), state.doc_id, value)
+
+    def delete_doc_state(self, tenant_id: str, library_id: str, doc_id: str) -> None:
+        """Forget a document's state (before its chunks change, so a crash re-ingests it)."""
+        with self._guard():
+            self._client.hdel(self._states_key(tenant_id, library_id), doc_id)
+
+    # -- extras: statistics and the ingest lock ------------------------------------------
+    def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
+        """Documents and chunks of one library, with the index's settings (``store info``)."""
+        info = self.describe()
+        with self._guard():
+            documents = int(self._client.hlen(self._states_key(tenant_id, library_id)))
+        return {
+            "backend": self.backend,
+            "url": self.url,
+            "index": self.index_name,
+            "algorithm": self._index_algorithm,
+            "metric": self._index_metric,
+            "embedding_model": info.embedding_model if info else None,
+            "dimensions": info.dimensions if info else None,
+            "documents": documents,
+            "chunks": self.count(tenant_id, library_id),
+        }
+
+    @contextmanager
+    def library_lock(self, tenant_id: str, library_id: str, timeout: float) -> Iterator[None]:
+        """Hold the library's lock while the block runs, so two ingests never interleave.
+
+        Waits at most ``timeout`` s. The lock expires ``LOCK_TTL`` s after its holder dies
+        (crash, kill -9) and is renewed in the background while the holder lives.
+        """
+        lock = self._client.lock(
+            self._scope_key("lock", tenant_id, library_id),
+            timeout=LOCK_TTL,
+            sleep=0.1,
+            blocking_timeout=timeout,
+            thread_local=False,
+        )
+        with self._guard():
+            acquired = lock.acquire()
+        if not acquired:
+            raise IngestError(
+                f"another ingest of library {library_id!r} (tenant {tenant_id!r}) is running; "
+                f"waited {timeout:g} s"
+            )
+        stop = threading.Event()
+        keeper = threading.Thread(
+            target=_keep_lock, args=(lock, stop, library_id), name="holodeck-redis-lock",
+            daemon=True,
+        )  # fmt: skip
+        keeper.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            keeper.join()
+            try:
+                lock.release()
+            except redis.exceptions.LockNotOwnedError:
+                logger.warning(
+                    "the lock of library %r had expired before its release: another ingest "
+                    "may have run at the same time; re-run the ingest to repair the library",
+                    library_id,
+                )
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                logger.warning(
+                    "could not release the lock of library %r at %s (%s); it expires in %g s",
+                    library_id, self.url, redact(str(exc)), LOCK_TTL,
+                )  # fmt: skip
+
+    def flush(self) -> None:
+        """Nothing to do: every write went to Redis already."""
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    # -- internals ---------------------------------------------------------------------
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn a lost or refused connection into the contract's ``ConnectionError``.
+
+        The message names the server by its redacted URL; redis-py's own messages name only
+        host and port.
+        """
+        try:
+            yield
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise self._lost(exc) from exc
+        except RedisVLError as exc:  # redisvl wraps redis-py errors
+            cause = _connection_cause(exc)
+            if cause is None:
+                raise
+            raise self._lost(cause) from exc
+
+    def _lost(self, exc: BaseException) -> ConnectionError:
+        return ConnectionError(f"cannot use Redis at {self.url}: {redact(str(exc))}")
+
+    def _read_meta(self) -> tuple[IndexInfo, Algorithm, Metric] | None:
+        raw = self._client.hgetall(self._meta_key)
+        if not raw:
+            return None
+        meta = {_text(k): _text(v) for k, v in raw.items()}
+        info = IndexInfo(meta["embedding_model"], int(meta["dimensions"]))
+        return info, cast(Algorithm, meta["algorithm"]), cast(Metric, meta["metric"])
+
+    def _create(self, info: IndexInfo) -> None:
+        """Create the RediSearch index, then the meta key (which marks it complete)."""
+        index = self._open(info, self.algorithm, self.metric)
+        index.create()
+        self._client.hset(
+            self._meta_key,
+            mapping={
+                "embedding_model": info.embedding_model,
+                "dimensions": info.dimensions,
+                "algorithm": self.algorithm,
+                "metric": self.metric,
+            },
+        )
+        self._info = info
+        logger.info(
+            "created Redis index %s (%s, %s, %d dims, %s) at %s",
+            self.index_name, self.algorithm, self.metric, info.dimensions,
+            info.embedding_model, self.url,
+        )  # fmt: skip
+
+    def _open(self, info: IndexInfo, algorithm: str, metric: str) -> SearchIndex:
+        """The redisvl handle for the index, with the schema it was (or will be) created with."""
+        tag = {"separator": TAG_SEPARATOR, "case_sensitive": True}
+        schema = {
+            "index": {
+                "name": self.index_name,
+                "prefix": f"{self._prefix}:chunk",
+                "key_separator": ":",
+                "storage_type": "hash",
+            },
+            "fields": [
+                *({"name": name, "type": "tag", "attrs": tag} for name in _TAG_FIELDS),
+                {"name": "chunk_index", "type": "numeric", "attrs": {"sortable": True}},
+                {
+                    "name": "vector",
+                    "type": "vector",
+                    "attrs": {
+                        "dims": info.dimensions,
+                        "algorithm": algorithm.lower(),
+                        "distance_metric": metric.lower(),
+                        "datatype": "float32",
+                    },
+                },
+            ],
+        }
+        self._index = SearchIndex.from_dict(schema, redis_client=self._client)
+        self._index_algorithm = cast(Algorithm, algorithm.upper())
+        self._index_metric = cast(Metric, metric.upper())
+        return self._index
+
+    def _existing(self) -> SearchIndex | None:
+        """The index handle, or None while no index was created (reads then find nothing)."""
+        if self.describe() is None:
+            return None
+        return self._index
+
+    def _require(self) -> SearchIndex:
+        index = self._existing()
+        if index is None:
+            raise RuntimeError(f"Redis index {self.index_name} does not exist: create() it first")
+        return index
+
+    def _first_keys(self, index: SearchIndex, expr: FilterExpression) -> list[str]:
+        """Keys of the first ``PAGE`` chunks matching ``expr`` (offset 0: never capped)."""
+        query = Query(str(expr)).no_content().paging(0, PAGE).dialect(2)
+        return [doc.id for doc in index.search(query).docs]
+
+    def _delete_matching(self, expr: FilterExpression) -> int:
+        """Delete what matches, a page at a time, until nothing does; returns the count."""
+        index = self._existing()
+        if index is None:
+            return 0
+        removed = 0
+        with self._guard():
+            while keys := self._first_keys(index, expr):
+                done = int(self._client.delete(*keys))
+                if done == 0:
+                    raise IngestError(
+                        f"Redis index {self.index_name} keeps listing chunks that no longer "
+                        f"exist; rebuild it with --force-ingest"
+                    )
+                removed += done
+        return removed
+
+    def _scope_key(self, kind: str, tenant_id: str, library_id: str) -> str:
+        return f"{self._prefix}:{kind}:" + json.dumps([tenant_id, library_id], ensure_ascii=False)
+
+    def _states_key(self, tenant_id: str, library_id: str) -> str:
+        return self._scope_key("docs", tenant_id, library_id)
+
+
+def _keep_lock(lock: Lock, stop: threading.Event, library_id: str) -> None:
+    """Renew the lock's TTL until ``stop``; a failed renewal is logged (the lock may lapse)."""
+    while not stop.wait(LOCK_TTL / 3):
+        try:
+            lock.reacquire()
+        except redis.exceptions.RedisError as exc:  # LockError included
+            logger.warning(
+                "could not renew the lock of library %r: %s", library_id, redact(str(exc))
+            )
+            return
+
+
+def _connection_cause(exc: BaseException) -> BaseException | None:
+    """The redis-py connection error somewhere in ``exc``'s chain, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _checked(field: str, value: str) -> str:
+    """``value`` if RediSearch stores it as one exact tag, else a ValidationError saying why.
+
+    Tags are trimmed, split on control characters and truncated at 4096 bytes by the server;
+    such ids would silently match other ids (or nothing), so they are refused instead.
+    """
+    why = None
+    if not value:
+        why = "it is empty"
+    elif value != value.strip():
+        why = "it starts or ends with whitespace"
+    elif any(unicodedata.category(ch) == "Cc" for ch in value):
+        why = "it holds a control character (tab, newline, ...)"
+    elif len(value.encode("utf-8")) > MAX_TAG_BYTES:
+        why = f"it is longer than {MAX_TAG_BYTES} bytes"
+    if why:
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise ValidationError(f"{field} {shown!r} cannot be stored in the Redis index: {why}")
+    return value
+
+
+def _tag(field: str, values: str | Sequence[str]) -> FilterExpression:
+    """An exact tag filter (any of ``values``); redisvl escapes the values."""
+    if isinstance(values, str):
+        return Tag(field) == _checked(field, values)
+    return Tag(field) == [_checked(field, v) for v in values]
+
+
+def _scope(tenant_id: str, filters: ChunkFilters) -> FilterExpression | None:
+    """The tenant filter narrowed by ``filters``; None when an empty list leaves nothing.
+
+    (redisvl turns ``Tag == []`` into a match-all, so empty lists never reach it.)
+    """
+    expr = _tag("tenant_id", tenant_id)
+    for field, values in (
+        ("library_id", filters.library_ids),
+        ("book_id", filters.book_ids),
+        ("tags", filters.tags),
+    ):
+        if values is None:
+            continue
+        if not values:
+            return None
+        expr &= _tag(field, values)
+    if filters.language is not None:
+        expr &= _tag("language", filters.language)
+    return expr
+
+
+def _similarity(distance: float, metric: Metric) -> float:
+    """Cosine similarity of normalised vectors from the backend's distance, in [0, 1].
+
+    COSINE gives 1 - cos, IP gives 1 - dot (= 1 - cos), L2 gives the squared distance
+    (= 2 - 2 cos).
+    """
+    cosine = 1.0 - distance / 2.0 if metric == "L2" else 1.0 - distance
+    return min(1.0, max(0.0, cosine))
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
+    """The HASH of a chunk: every field, ids checked, the vector as FLOAT32 bytes."""
+    for field in ("tenant_id", "library_id", "book_id", "doc_id"):
+        _checked(field, getattr(rec, field))
+    for tag in rec.tags:
+        _checked("tags", tag)
+    if rec.language:
+        _checked("language", rec.language)
+    return {
+        "chunk_id": rec.chunk_id,
+        "tenant_id": rec.tenant_id,
+        "library_id": rec.library_id,
+        "book_id": rec.book_id,
+        "doc_id": rec.doc_id,
+        "chunk_index": int(rec.chunk_index),
+        "content": rec.content,
+        "vector": np.asarray(rec.vector, dtype=np.float32).tobytes(),
+        "embedding_model": rec.embedding_model,
+        "source_path": rec.source_path,
+        "mtime": repr(float(rec.mtime)),
+        "content_hash": rec.content_hash,
+        "token_count": int(rec.token_count),
+        "tags": TAG_SEPARATOR.join(rec.tags),
+        "language": rec.language or "",
+    }
+
+
+def _from_hash(row: dict[str, Any]) -> ChunkRecord:
+    """A ChunkRecord from a query row (strings, and the vector's raw bytes)."""
+    tags = _text(row.get("tags", ""))
+    return ChunkRecord(
+        chunk_id=_text(row["chunk_id"]),
+        tenant_id=_text(row["tenant_id"]),
+        library_id=_text(row["library_id"]),
+        book_id=_text(row["book_id"]),
+        doc_id=_text(row["doc_id"]),
+        chunk_index=int(_text(row["chunk_index"])),
+        content=_text(row.get("content", "")),
+        vector=np.frombuffer(row["vector"], dtype=np.float32).copy(),
+        embedding_model=_text(row["embedding_model"]),
+        source_path=_text(row.get("source_path", "")),
+        mtime=float(_text(row["mtime"])),
+        content_hash=_text(row["content_hash"]),
+        token_count=int(_text(row["token_count"])),
+        tags=tags.split(TAG_SEPARATOR) if tags else [],
+        language=_text(row.get("language", "")) or None,
+    )

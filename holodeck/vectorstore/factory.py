@@ -1,0 +1,63 @@
+"""Open the index a tool's resolved database names, with the contract's fallback.
+
+The one place that maps configuration to an adapter: ``None`` (no database anywhere) is the
+embedded ``local`` index under ``.holodeck/index/<tool>``; ``redis`` is the Redis Query
+Engine. When Redis cannot be reached at start, the contract asks for a warning and a
+fallback to the embedded store; the returned note says so, for summaries and ``config show``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from holodeck.config.models import DatabaseConfig
+from holodeck.redact import redact_url
+from holodeck.vectorstore.adapters.base import IndexAdapter
+from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+
+log = logging.getLogger("holodeck.vectorstore")
+
+
+@dataclass
+class OpenedIndex:
+    """An adapter and, when it is not the configured one, why."""
+
+    adapter: IndexAdapter
+    fallback_reason: str | None = None
+
+
+def local_index_folder(project_root: Path, tool_name: str) -> Path:
+    """Where the embedded default keeps a tool's index."""
+    return project_root / ".holodeck" / "index" / tool_name
+
+
+def open_index(database: DatabaseConfig | None, project_root: Path, tool_name: str) -> OpenedIndex:
+    """The adapter for a tool; Redis unreachable -> WARNING and the embedded local index."""
+    if database is None:
+        return OpenedIndex(LocalIndexAdapter(local_index_folder(project_root, tool_name)))
+    from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+
+    try:
+        adapter = RedisIndexAdapter(
+            database.connection_string,
+            index_name=database.index_name,
+            algorithm=database.vector_algorithm,
+            metric=database.distance_metric,
+        )
+        adapter.describe()  # connects: fail here, at start, not in the middle of work
+    except ConnectionError as exc:
+        reason = redact_url(str(exc))
+        url = redact_url(database.connection_string)
+        log.warning(
+            "Redis at %s is unreachable (%s); tool %s falls back to the embedded local index",
+            url,
+            reason,
+            tool_name,
+        )
+        return OpenedIndex(
+            LocalIndexAdapter(local_index_folder(project_root, tool_name)),
+            fallback_reason=f"redis at {url} unreachable",
+        )
+    return OpenedIndex(adapter)

@@ -1,0 +1,88 @@
+"""Plain values that cross the storage boundary: chunk records, hits, filters, index info.
+
+Every chunk carries the ids of all its ancestors (tenant -> library -> book -> document ->
+chunk), so a whole library is searched with one filter value. In holodeck: tenant = the
+agent, library = the tool, book = the file's folder relative to ``source``, document = the
+file's path relative to ``source``, chunk = its position in the document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def chunk_id_for(tenant_id: str, library_id: str, doc_id: str, chunk_index: int) -> str:
+    """A stable id, unique across tenants and libraries sharing one index."""
+    key = f"{tenant_id}\x1f{library_id}\x1f{doc_id}\x1f{chunk_index}"
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    """Content hash of a chunk's text, used to reuse vectors of unchanged chunks."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class ChunkRecord:
+    """One stored chunk with its vector and the ids of all its ancestors."""
+
+    chunk_id: str
+    tenant_id: str
+    library_id: str
+    book_id: str
+    doc_id: str
+    chunk_index: int
+    content: str
+    vector: np.ndarray
+    embedding_model: str
+    source_path: str
+    mtime: float
+    content_hash: str
+    token_count: int
+    tags: list[str] = field(default_factory=list)
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class ChunkFilters:
+    """The scope of a search inside one tenant.
+
+    ``library_ids=None`` means every library of the tenant; an empty list means none (the
+    store returns nothing without asking the adapter). The other filters narrow further; a
+    chunk matches ``tags`` when it carries any of them.
+    """
+
+    library_ids: list[str] | None = None
+    book_ids: list[str] | None = None
+    tags: list[str] | None = None
+    language: str | None = None
+
+
+@dataclass
+class ChunkHit:
+    """A search result: the record and its score (cosine similarity clamped to [0, 1])."""
+
+    record: ChunkRecord
+    score: float
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """The ruler of an index: the embedding model and vector length it was created with."""
+
+    embedding_model: str
+    dimensions: int
+
+
+@dataclass(frozen=True)
+class DocState:
+    """What the index knows of a stored document, to decide whether to re-ingest it."""
+
+    doc_id: str
+    mtime: float
+    size: int
+    content_hash: str
+    chunk_count: int

@@ -1,0 +1,199 @@
+"""Every validation rule of the contract: a wrong value gives exit 2 and one line naming the
+file, the line, the field path and what would be valid; never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_holodeck, write
+
+BASE = """
+name: demo
+tools:
+  - type: vectorstore
+    name: docs
+    source: data/docs/
+{extra}
+"""
+
+CASES = [
+    # (id, yaml, line, expected fragments)
+    (
+        "type",
+        BASE.format(extra="").replace("type: vectorstore", "type: vectorsearch"),
+        3,
+        ["tools[0].type", "'vectorstore'", "vectorsearch"],
+    ),
+    (
+        "name-chars",
+        BASE.format(extra="").replace("name: docs", "name: my-docs"),
+        4,
+        ["tools[0].name", "letters, digits and underscores", "my-docs"],
+    ),
+    (
+        "name-empty",
+        BASE.format(extra="").replace("name: docs", "name: ''"),
+        4,
+        ["tools[0].name", "letters, digits and underscores"],
+    ),
+    (
+        "source-missing",
+        BASE.format(extra="").replace("    source: data/docs/\n", ""),
+        3,
+        ["tools[0].source", "is required"],
+    ),
+    (
+        "embedding-model",
+        BASE.format(extra="    embedding_model: text-embedding-3-small"),
+        6,
+        ["tools[0].embedding_model", "text-embedding-3-small", "all-MiniLM-L6-v2"],
+    ),
+    (
+        "top-k-zero",
+        BASE.format(extra="    top_k: 0"),
+        6,
+        ["tools[0].top_k", "greater than or equal to 1"],
+    ),
+    ("top-k-text", BASE.format(extra="    top_k: many"), 6, ["tools[0].top_k", "integer"]),
+    (
+        "top-k-big",
+        BASE.format(extra="    top_k: 1000"),
+        6,
+        ["tools[0].top_k", "less than or equal to 100"],
+    ),
+    (
+        "min-score",
+        BASE.format(extra="    min_similarity_score: 1.5"),
+        6,
+        ["tools[0].min_similarity_score", "less than or equal to 1"],
+    ),
+    (
+        "connection-string",
+        BASE.format(
+            extra="    database:\n      provider: redis\n      connection_string: http://h:6379"
+        ),
+        8,
+        ["tools[0].database.connection_string", "redis://", "rediss://"],
+    ),
+    (
+        "provider",
+        BASE.format(
+            extra="    database:\n      provider: postgres\n      connection_string: redis://h"
+        ),
+        7,
+        ["tools[0].database.provider", "'redis'"],
+    ),
+    (
+        "algorithm",
+        BASE.format(
+            extra="    database:\n      provider: redis\n"
+            "      connection_string: redis://h\n"
+            "      vector_algorithm: IVF"
+        ),
+        9,
+        ["tools[0].database.vector_algorithm", "'HNSW'", "'FLAT'"],
+    ),
+    (
+        "metric",
+        BASE.format(
+            extra="    database:\n      provider: redis\n"
+            "      connection_string: redis://h\n"
+            "      distance_metric: DOT"
+        ),
+        9,
+        ["tools[0].database.distance_metric", "'COSINE'", "'L2'", "'IP'"],
+    ),
+    (
+        "unknown-key",
+        BASE.format(extra="    topk: 3"),
+        6,
+        ["tools[0].topk", "unknown key", "did you mean 'top_k'"],
+    ),
+    (
+        "overlap",
+        BASE.format(extra="    chunk_size: 100\n    chunk_overlap: 100"),
+        3,
+        ["tools[0]", "chunk_overlap (100) must be smaller than chunk_size (100)"],
+    ),
+    (
+        "duplicate-names",
+        BASE.format(extra="  - type: vectorstore\n    name: docs\n    source: other/"),
+        2,
+        ["tools", "unique", "'docs'"],
+    ),
+    (
+        "instructions",
+        BASE.format(extra="instructions:\n  inline: hi\n  file: p.md"),
+        6,
+        ["instructions", "exactly one of 'inline' or 'file'"],
+    ),
+    (
+        "literal-api-key",
+        BASE.format(extra="model:\n  provider: openai\n  name: gpt-4o\n  api_key: sk-abc123"),
+        9,
+        ["model.api_key", "${OPENAI_API_KEY}"],
+    ),
+    ("agent-name", BASE.format(extra="").replace("name: demo\n", ""), 1, ["name", "is required"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "line", "fragments"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_wrong_value_is_one_clear_line(
+    tmp_path: Path, yaml_text: str, line: int, fragments: list[str]
+) -> None:
+    write(tmp_path / "agent.yaml", yaml_text)
+    result = run_holodeck("config", "show", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"Error: agent.yaml:{line}: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+    assert "sk-abc123" not in result.stderr
+
+
+def test_verbose_shows_the_traceback(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", BASE.format(extra="    top_k: 0"))
+    result = run_holodeck("-v", "config", "show", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" in result.stderr
+
+
+def test_source_existence_is_checked_at_initialization_not_load(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", BASE.format(extra=""))
+    assert run_holodeck("config", "show", cwd=tmp_path).returncode == 0
+    result = run_holodeck("ingest", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "data/docs/ does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_error_in_global_config_names_that_file(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", BASE.format(extra=""))
+    write(
+        tmp_path / ".holodeck" / "config.yaml",
+        "vectorstore:\n  provider: redis\n  connection_string: redis://h\n  index: x\n",
+    )
+    result = run_holodeck("config", "show", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "Error: .holodeck/config.yaml:4: vectorstore.index: unknown key"
+    )
+    assert "did you mean 'index_name'" in result.stderr
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", "name: demo\ntools:\n  - type: vectorstore\n   name: x\n")
+    result = run_holodeck("config", "show", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: agent.yaml:4: invalid YAML")
+
+
+def test_missing_agent_file(tmp_path: Path) -> None:
+    result = run_holodeck("config", "show", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "agent.yaml: agent file not found" in result.stderr
