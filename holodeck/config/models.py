@@ -7,7 +7,7 @@ contract leaves open (chunking, test cases, the LLM) is added with plain names.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -110,12 +110,81 @@ class Instructions(StrictModel):
         return self
 
 
-class ExpectedTool(StrictModel):
-    """A tool that must be called; ``args`` checks the query by substring or ``regex``."""
+#: Similarity a ground_truth needs when neither the case nor agent.yaml sets a threshold.
+DEFAULT_GROUND_TRUTH_THRESHOLD = 0.7
 
-    name: str
-    args: dict[str, str] | None = None
-    regex: bool = False
+
+class ArgMatch(StrictModel):
+    """How one argument of a tool call is checked: a substring, or a regular expression.
+
+    Written as a plain string (``query: retry``, a case-insensitive substring) or as
+    ``{regex: "..."}`` (``re.search``; add ``(?i)`` to ignore case).
+    """
+
+    contains: str | None = Field(default=None, min_length=1)
+    regex: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_string(cls, value: Any) -> Any:
+        return {"contains": value} if isinstance(value, str) else value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        """Editors must accept the plain-substring form too."""
+        return {"anyOf": [{"type": "string"}, handler(core_schema)]}
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ArgMatch:
+        if (self.contains is None) == (self.regex is None):
+            raise ValueError("give a substring, or exactly one of 'contains' or 'regex'")
+        return self
+
+    def matches(self, value: Any) -> bool:
+        """Whether an argument's value passes this check (non-strings never do)."""
+        if not isinstance(value, str):
+            return False
+        if self.regex is not None:
+            return re.search(self.regex, value) is not None
+        assert self.contains is not None
+        return self.contains.casefold() in value.casefold()
+
+    def describe(self) -> str:
+        """How the check reads in a failure reason."""
+        if self.regex is not None:
+            return f"matching /{self.regex}/"
+        return f"containing {self.contains!r}"
+
+
+class ExpectedTool(StrictModel):
+    """A tool that must be called: a plain name, or ``{name, args}`` to check the arguments.
+
+    ``args`` maps an argument (vectorstore tools take ``query``) to an ``ArgMatch``; one call
+    of the tool must pass every check.
+    """
+
+    name: str = Field(min_length=1)
+    args: dict[str, ArgMatch] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_name(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        """Editors must accept the plain-name form too."""
+        return {"anyOf": [{"type": "string"}, handler(core_schema)]}
 
 
 class TestCase(StrictModel):
@@ -125,11 +194,31 @@ class TestCase(StrictModel):
 
     name: str = Field(min_length=1)
     input: str = Field(min_length=1)
-    ground_truth: str | None = None
-    ground_truth_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    expected_tools: list[str | ExpectedTool] | None = None
-    expected_sources: list[str] | None = None
+    ground_truth: str | None = Field(
+        default=None, min_length=1, description="The expected answer, compared by similarity."
+    )
+    ground_truth_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Overrides the agent's ground_truth_threshold."
+    )
+    expected_tools: list[ExpectedTool] | None = None
+    expected_sources: list[str] | None = Field(
+        default=None, description="Files, relative to the project root or to a tool's source."
+    )
     expected_content: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _checks_something(self) -> TestCase:
+        if not (
+            self.ground_truth
+            or self.expected_tools
+            or self.expected_sources
+            or self.expected_content
+        ):
+            raise ValueError(
+                "a test case needs at least one of ground_truth, expected_tools, "
+                "expected_sources, expected_content"
+            )
+        return self
 
 
 class AgentConfig(StrictModel):
@@ -142,7 +231,15 @@ class AgentConfig(StrictModel):
     instructions: Instructions | None = None
     tools: list[VectorStoreToolConfig] = Field(default_factory=list)
     test_cases: list[TestCase] | None = None
-    test_cases_file: str | None = None
+    test_cases_file: str | None = Field(
+        default=None, description="YAML file of more test cases, relative to agent.yaml."
+    )
+    ground_truth_threshold: float = Field(
+        default=DEFAULT_GROUND_TRUTH_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description="Similarity a ground_truth needs, unless a test case sets its own.",
+    )
 
     @field_validator("tools")
     @classmethod
@@ -153,6 +250,16 @@ class AgentConfig(StrictModel):
                 raise ValueError(f"tool names must be unique: {tool.name!r} appears twice")
             seen.add(tool.name)
         return tools
+
+    @field_validator("test_cases")
+    @classmethod
+    def _unique_case_names(cls, cases: list[TestCase] | None) -> list[TestCase] | None:
+        seen: set[str] = set()
+        for case in cases or []:
+            if case.name in seen:
+                raise ValueError(f"test case names must be unique: {case.name!r} appears twice")
+            seen.add(case.name)
+        return cases
 
     @property
     def tenant_id(self) -> str:

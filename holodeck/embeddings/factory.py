@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from holodeck.config.models import ModelConfig
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.local import (
     BUILTIN_MODEL_ID,
@@ -49,3 +50,32 @@ def make_local_embedder(embedding_model: str | None, project_root: Path) -> Embe
         f"({', '.join(sorted(LOCAL_MODEL_ALIASES))}) nor a folder holding "
         f"{MODEL_FILE} and {TOKENIZER_FILE} (looked in {folder})"
     )
+
+
+def make_embedder(
+    embedding_model: str | None, project_root: Path, model: ModelConfig | None
+) -> Embedder:
+    """The embedder for a tool: local names and folders run here, anything else remotely.
+
+    A remote name goes to the provider of ``model`` (OpenAI, Azure OpenAI deployment, Ollama
+    model) through its OpenAI-compatible embeddings API; without a ``model:`` it must be local.
+    """
+    if is_local_model_name(embedding_model) or _is_local_path(embedding_model, project_root):
+        return make_local_embedder(embedding_model, project_root)
+    assert embedding_model is not None
+    if model is None:
+        raise ConfigError(
+            f"embedding_model {embedding_model!r} needs a provider: add a model: section to "
+            f"agent.yaml, or use {', '.join(sorted(LOCAL_MODEL_ALIASES))} or a model folder"
+        )
+    from holodeck.config.envsubst import environment_for
+    from holodeck.embeddings.remote import OpenAIEmbedder
+
+    return OpenAIEmbedder.from_config(embedding_model, model, environment_for(project_root))
+
+
+def _is_local_path(name: str | None, project_root: Path) -> bool:
+    """Whether ``name`` is written as a path (``./m``, ``/m``, ``~/m``) or names a folder."""
+    if name is None:
+        return False
+    return name.startswith((".", "/", "~")) or (Path(project_root) / name).is_dir()

@@ -11,8 +11,8 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import re
 import threading
-import unicodedata
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,6 +21,8 @@ import chardet
 REASON_EMPTY = "empty file"
 REASON_UNDECODABLE = "undecodable text"
 
+# Control characters other than tab, newlines and form feed: text has almost none.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 # Share of control characters above which a decoded "text" is really binary data.
 _MAX_CONTROL_SHARE = 0.05
 
@@ -43,26 +45,40 @@ class ConversionError(Exception):
 
 
 def to_markdown(path: Path) -> str:
-    """Convert a supported file to markdown; raises ConversionError with a short reason."""
+    """Convert a supported file to markdown; raises ConversionError with a short reason.
+
+    A file that cannot be read (deleted since discovery, permission) is a ConversionError
+    too, so one bad file is skipped with its reason and ingestion goes on.
+    """
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix in (".txt", ".md"):
-        text = decode_text(path.read_bytes())
-    elif suffix == ".json":
-        text = _json_to_markdown(path.read_bytes())
-    elif suffix == ".csv":
-        # markitdown guesses CSV charsets on its own; decode here so CSV follows the same
-        # UTF-8-then-chardet rule as text, and hand it over as UTF-8.
-        csv_text = decode_text(path.read_bytes())
-        text = _markitdown_convert(io.BytesIO(csv_text.encode("utf-8")), ".csv")
-    elif suffix == ".pdf":
-        with path.open("rb") as stream:
-            text = _markitdown_convert(stream, ".pdf")
-    else:
-        raise ConversionError(f"conversion failed: unsupported file type {suffix or '(none)'}")
+    try:
+        text = _convert(path, path.suffix.lower())
+    except OSError as exc:
+        raise ConversionError(f"conversion failed: {exc.strerror or exc}") from exc
     if not text.strip():
         raise ConversionError(REASON_EMPTY)
     return text
+
+
+def _convert(path: Path, suffix: str) -> str:
+    """Pick the conversion by extension (discovery already kept only supported ones)."""
+    if suffix in (".txt", ".md"):
+        return decode_text(path.read_bytes())
+    if suffix == ".json":
+        return _json_to_markdown(path.read_bytes())
+    if suffix == ".csv":
+        # markitdown guesses CSV charsets on its own; decode here so CSV follows the same
+        # UTF-8-then-chardet rule as text, and hand it over as UTF-8.
+        csv_text = decode_text(path.read_bytes())
+        return _markitdown_convert(io.BytesIO(csv_text.encode("utf-8")), ".csv")
+    if suffix == ".pdf":
+        with path.open("rb") as stream:
+            text = _markitdown_convert(stream, ".pdf")
+        if not text.strip():
+            # A scanned PDF has pages but no text layer; "empty file" would mislead.
+            raise ConversionError("conversion failed: no text layer (scanned PDF? no OCR)")
+        return text
+    raise ConversionError(f"conversion failed: unsupported file type {suffix or '(none)'}")
 
 
 def decode_text(data: bytes) -> str:
@@ -79,12 +95,12 @@ def decode_text(data: bytes) -> str:
         return _strict(data, "utf-8-sig")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return _strict(data, "utf-16")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
     if b"\x00" in data:
         raise ConversionError(REASON_UNDECODABLE)
+    try:
+        return _strict(data, "utf-8")
+    except ConversionError:
+        pass
     encoding = chardet.detect(data, **_DETECT_OPTIONS).get("encoding")
     if not encoding:
         raise ConversionError(REASON_UNDECODABLE)
@@ -97,10 +113,7 @@ def _strict(data: bytes, encoding: str) -> str:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
         raise ConversionError(REASON_UNDECODABLE) from None
-    controls = sum(
-        1 for ch in text if ch not in "\t\n\r\f" and unicodedata.category(ch) in ("Cc", "Cs")
-    )
-    if controls > _MAX_CONTROL_SHARE * len(text):
+    if len(_CONTROL_CHARS.findall(text)) > _MAX_CONTROL_SHARE * len(text):
         raise ConversionError(REASON_UNDECODABLE)
     return text
 

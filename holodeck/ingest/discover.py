@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def discover(source: Path) -> Discovery:
     else:
         # The user named this very file (even a hidden one or a link): its target is the source.
         root = os.path.realpath(source)
-        _check_file(source, source.name, root, os.path.islink(source), result)
+        _check_file(os.fspath(source), source.name, root, os.path.islink(source), result)
     result.files.sort(key=lambda f: f.rel_path)
     result.skipped.sort(key=lambda s: s.rel_path)
     return result
@@ -96,14 +97,14 @@ def _walk(source: Path, root: str, result: Discovery) -> None:
     stack = [""]
     while stack:
         rel_dir = stack.pop()
-        dir_path = os.path.join(source, rel_dir) if rel_dir else os.fspath(source)
+        dir_path = os.path.join(source, rel_dir)
         try:
             with os.scandir(dir_path) as entries:
                 listing = list(entries)
         except PermissionError:
             if not rel_dir:
                 raise
-            _skip(result, Path(dir_path), rel_dir, REASON_UNREADABLE)
+            _skip(result, dir_path, rel_dir, REASON_UNREADABLE)
             continue
         for entry in listing:
             if entry.name.startswith("."):
@@ -114,13 +115,20 @@ def _walk(source: Path, root: str, result: Discovery) -> None:
                 stack.append(rel)
             elif is_link and os.path.isdir(entry.path):
                 reason = REASON_LINKED_DIR if _inside(entry.path, root) else REASON_OUTSIDE
-                _skip(result, Path(entry.path), rel, reason)
+                _skip(result, entry.path, rel, reason)
             else:
-                _check_file(Path(entry.path), rel, root, is_link, result)
+                _check_file(entry.path, rel, root, is_link, result, entry.stat)
 
 
-def _check_file(path: Path, rel: str, root: str, is_link: bool, result: Discovery) -> None:
-    """Add one file to ``files`` or to ``skipped``; one stat, no read."""
+def _check_file(
+    path: str,
+    rel: str,
+    root: str,
+    is_link: bool,
+    result: Discovery,
+    stat_of: Callable[[], os.stat_result] | None = None,
+) -> None:
+    """Add one file to ``files`` or to ``skipped``: one stat (the DirEntry's), no read."""
     if is_link and not _inside(path, root):
         _skip(result, path, rel, REASON_OUTSIDE)
         return
@@ -129,7 +137,7 @@ def _check_file(path: Path, rel: str, root: str, is_link: bool, result: Discover
         _skip(result, path, rel, f"unsupported file type {suffix or '(no extension)'}")
         return
     try:
-        st = os.stat(path)
+        st = stat_of() if stat_of is not None else os.stat(path)
     except FileNotFoundError:
         _skip(result, path, rel, REASON_BROKEN_LINK if is_link else "file vanished")
         return
@@ -140,19 +148,21 @@ def _check_file(path: Path, rel: str, root: str, is_link: bool, result: Discover
         _skip(result, path, rel, REASON_NOT_REGULAR)
     elif st.st_size == 0:
         _skip(result, path, rel, REASON_EMPTY)
-    elif not os.access(path, os.R_OK):
+    elif not st.st_mode & stat.S_IROTH and not os.access(path, os.R_OK):
+        # World-readable files need no second system call; others are asked about.
         _skip(result, path, rel, REASON_UNREADABLE)
     else:
-        result.files.append(SourceFile(path=path, rel_path=rel, mtime=st.st_mtime, size=st.st_size))
+        file = SourceFile(path=Path(path), rel_path=rel, mtime=st.st_mtime, size=st.st_size)
+        result.files.append(file)
 
 
-def _inside(path: str | Path, root: str) -> bool:
+def _inside(path: str, root: str) -> bool:
     """Whether the fully resolved ``path`` lies within ``root`` (itself resolved)."""
     target = os.path.realpath(path)
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _skip(result: Discovery, path: Path, rel: str, reason: str) -> None:
+def _skip(result: Discovery, path: str, rel: str, reason: str) -> None:
     """Record and log a skip, one WARNING line per entry, so the user sees every left-out file."""
     logger.warning("Skipped %s: %s", rel, reason)
-    result.skipped.append(Skipped(path=path, rel_path=rel, reason=reason))
+    result.skipped.append(Skipped(path=Path(path), rel_path=rel, reason=reason))

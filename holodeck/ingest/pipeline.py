@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -37,8 +38,9 @@ log = logging.getLogger("holodeck.ingest")
 SUPPORTED = ".txt .md .pdf .csv .json"
 #: Chunks embedded together: big enough to keep the model busy, small enough to save often.
 EMBED_BATCH = 64
-#: Save progress at least this often, so an interrupted long ingest keeps most of its work.
-CHECKPOINT_SECONDS = 20.0
+#: Save progress at least this often, so an interrupted long ingest keeps most of its work
+#: (``HOLODECK_CHECKPOINT_SECONDS`` overrides it: saving is a full rewrite of a local index).
+CHECKPOINT_SECONDS = float(os.environ.get("HOLODECK_CHECKPOINT_SECONDS", "20"))
 LOCK_TIMEOUT = 60.0
 
 

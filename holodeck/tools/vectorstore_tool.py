@@ -219,16 +219,17 @@ def clean_query(query: str) -> str:
     return _CONTROL.sub(" ", query).strip()[:MAX_QUERY_CHARS]
 
 
-_EMBEDDERS: dict[tuple[str, str], Embedder] = {}
+_EMBEDDERS: dict[tuple[str, str, str], Embedder] = {}
 
 
 def shared_embedder(tool: ResolvedTool, project: Project) -> Embedder:
     """One embedder per model and project, so tools that share a model load it once."""
-    key = (tool.embedding_model, str(project.root))
+    model = project.agent.model
+    key = (tool.embedding_model, str(project.root), model.model_dump_json() if model else "")
     if key not in _EMBEDDERS:
-        from holodeck.embeddings.factory import make_local_embedder
+        from holodeck.embeddings.factory import make_embedder
 
-        _EMBEDDERS[key] = make_local_embedder(tool.embedding_model, project.root)
+        _EMBEDDERS[key] = make_embedder(tool.embedding_model, project.root, model)
     return _EMBEDDERS[key]
 
 

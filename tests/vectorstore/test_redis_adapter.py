@@ -226,7 +226,11 @@ def test_tenants_and_libraries_never_see_each_other(
     assert store.search("nobody", shared, 50) == []
     assert store.search("acme", shared, 50, ChunkFilters(library_ids=[])) == []
 
+    assert adapter.doc_ids("acme", "docs") == {"same.txt"}
+    assert adapter.doc_ids("acme", "nothing") == set()
     assert adapter.delete_by_doc("acme", "docs", "same.txt") == 3
+    assert adapter.doc_ids("acme", "docs") == set()
+    assert adapter.doc_ids("globex", "docs") == {"same.txt"}
     assert adapter.count("acme", "docs") == 0
     assert adapter.count("acme", "wiki") == 3
     assert adapter.count("globex", "docs") == 3
@@ -290,6 +294,7 @@ def test_ids_with_special_characters_stay_exact(
         assert {h.record.doc_id for h in hits} == {d}
         assert [c.doc_id for c in adapter.get_doc_chunks(tenant, library, d)] == [d, d]
     assert adapter.count("acme corp, inc.", library) == 0  # case-sensitive
+    assert adapter.doc_ids(tenant, library) == set(docs)
     for n, d in enumerate(docs, start=1):
         assert adapter.delete_by_doc(tenant, library, d) == 2
         assert adapter.count(tenant, library) == 2 * (len(docs) - n)
@@ -359,34 +364,58 @@ def test_get_doc_chunks_in_order_with_vectors(
 def test_more_than_ten_thousand_chunks(
     redis_server_factory: Callable[..., object],
 ) -> None:
-    """Deletes, moves, counts and listings past RediSearch's 10k result cap."""
+    """Deletes, moves and counts past RediSearch's 10,000 result cap (as some servers set it)."""
     server = redis_server_factory(search_args=["MAXSEARCHRESULTS", "10000"])
     adapter = RedisIndexAdapter(server.url, "big", algorithm="FLAT")  # type: ignore[attr-defined]
     try:
         rng = np.random.default_rng(9)
-        vectors = rng.normal(size=(12_500, 8)).astype(np.float32)
+        vectors = rng.normal(size=(10_200, 8)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        records = [
+        big = [
             make_record(v, book="big", doc="big/huge.csv", index=i) for i, v in enumerate(vectors)
         ]
-        records += [
+        small = [
             make_record(v, book="small", doc="small/a.txt", index=i)
-            for i, v in enumerate(vectors[:300])
+            for i, v in enumerate(vectors[:100])
         ]
-        VectorStore(adapter).upsert_chunks("t1", records)
-        assert adapter.total_count() == 12_800
-        assert adapter.count("t1", "lib") == 12_800
-        chunks = adapter.get_doc_chunks("t1", "lib", "big/huge.csv")
-        assert [c.chunk_index for c in chunks] == list(range(12_500))
-        assert adapter.move_book("t1", "big", "lib2") == 12_500
-        assert adapter.count("t1", "lib2") == 12_500
-        assert adapter.delete_by_doc("t1", "lib2", "big/huge.csv") == 12_500
-        assert adapter.total_count() == 300
-        VectorStore(adapter).upsert_chunks("t1", records[:12_500])
-        assert adapter.drop_library("t1", "lib") == 12_800
+        store = VectorStore(adapter)
+        store.upsert_chunks("t1", big + small)
+        assert adapter.total_count() == 10_300
+        assert adapter.count("t1", "lib") == 10_300
+        assert len(store.search("t1", vectors[0], 5)) == 5
+        assert adapter.move_book("t1", "big", "lib2") == 10_200
+        assert adapter.count("t1", "lib2") == 10_200
+        assert adapter.delete_by_doc("t1", "lib2", "big/huge.csv") == 10_200
+        assert adapter.total_count() == 100
+        store.upsert_chunks("t1", big)
+        assert adapter.drop_library("t1", "lib") == 10_300
         assert adapter.total_count() == 0
     finally:
         adapter.close()
+
+
+def test_listings_page_without_offsets(
+    open_adapter: Callable[..., RedisIndexAdapter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listings page by chunk_index or by cursor (never by offset): no result cap applies."""
+    monkeypatch.setattr(redis_adapter, "PAGE", 7)
+    rng = np.random.default_rng(14)
+    adapter = open_adapter(algorithm="FLAT")
+    VectorStore(adapter).upsert_chunks(
+        "t1",
+        [make_record(unit(rng, 8), index=i) for i in range(50)]
+        + [make_record(unit(rng, 8), doc="other.txt", index=i) for i in range(10)],
+    )
+    assert [c.chunk_index for c in adapter.get_doc_chunks("t1", "lib", "book/doc.txt")] == list(
+        range(50)
+    )
+    many = [make_record(unit(rng, 8), book="many", doc=f"many/{d}.txt") for d in range(20)]
+    VectorStore(adapter).upsert_chunks("t1", many)
+    assert adapter.doc_ids("t1", "lib") == {"book/doc.txt", "other.txt"} | {r.doc_id for r in many}
+    assert adapter.move_book("t1", "book", "lib2") == 60
+    assert adapter.doc_ids("t1", "lib2") == {"book/doc.txt", "other.txt"}
+    assert adapter.delete_by_doc("t1", "lib2", "book/doc.txt") == 50
+    assert adapter.drop_library("t1", "lib2") == 10
 
 
 # -- index meta, document states -----------------------------------------------------------
@@ -512,6 +541,32 @@ def test_password_protected_server(
     out = capsys.readouterr()
     for text in [out.out, out.err, caplog.text, *(_all_text(e) for e in errors)]:
         assert password not in text
+
+
+def test_a_restarted_empty_server_is_never_written_blindly(
+    redis_server_factory: Callable[..., object],
+) -> None:
+    """The meta is cached; a server that came back empty is noticed, never half-written."""
+    server = redis_server_factory()
+    adapter = RedisIndexAdapter(server.url, "restart")  # type: ignore[attr-defined]
+    store = VectorStore(adapter)
+    rng = np.random.default_rng(15)
+    store.upsert_chunks("t1", [make_record(unit(rng))])
+    server.kill()  # type: ignore[attr-defined]
+    server.start()  # type: ignore[attr-defined]  # same port, no persistence: empty
+    with pytest.raises(IngestError, match="no longer exists"):
+        store.search("t1", unit(rng), 3)
+    assert adapter.describe() is None
+    store.upsert_chunks("t1", [make_record(unit(rng), index=1)])  # creates it anew
+
+    server.kill()  # type: ignore[attr-defined]
+    server.start()  # type: ignore[attr-defined]
+    with pytest.raises(IngestError, match="no longer exists"):
+        store.upsert_chunks("t1", [make_record(unit(rng), index=2)])
+    assert not redis.Redis.from_url(server.url).keys("restart:chunk:*")  # type: ignore[attr-defined]
+    store.upsert_chunks("t1", [make_record(unit(rng), index=3)])
+    assert adapter.total_count() == 1
+    adapter.close()
 
 
 def test_server_without_query_engine(redis_server_factory: Callable[..., object]) -> None:

@@ -29,6 +29,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 import redis
+from redis.commands.search.aggregation import AggregateRequest
 from redis.commands.search.query import Query
 from redis.lock import Lock
 from redisvl.exceptions import RedisVLError
@@ -155,8 +156,7 @@ class RedisIndexAdapter:
 
     def create(self, info: IndexInfo) -> None:
         """Create the index and its meta key; a no-op when it exists for the same ``info``."""
-        with self._guard(), self._client.lock(f"{self._prefix}:lock:create", timeout=60,
-                                              blocking_timeout=60):  # fmt: skip
+        with self._guard(), self._create_lock():
             meta = self._read_meta()
             if meta is not None:
                 if meta[0] != info:
@@ -177,8 +177,7 @@ class RedisIndexAdapter:
         Document states go first, so a crash half-way leaves documents to re-ingest, never
         states that claim chunks which are gone.
         """
-        with self._guard(), self._client.lock(f"{self._prefix}:lock:create", timeout=60,
-                                              blocking_timeout=60):  # fmt: skip
+        with self._guard(), self._create_lock():
             states = list(self._client.scan_iter(match=f"{self._prefix}:docs:*", count=1000))
             for start in range(0, len(states), PAGE):
                 self._client.delete(*states[start : start + PAGE])
@@ -203,6 +202,10 @@ class RedisIndexAdapter:
         index = self._require()
         rows = [_to_hash(rec) for rec in records]  # validates every record before any write
         with self._guard():
+            # describe() answers from memory; a server restarted empty since then would take
+            # these chunks without an index, so check the meta key (one cheap round trip).
+            if not self._client.exists(self._meta_key):
+                raise self._vanished()
             index.load(rows, id_field="chunk_id", batch_size=WRITE_BATCH)
 
     def search(
@@ -289,6 +292,25 @@ class RedisIndexAdapter:
         with self._guard():
             self._client.delete(self._states_key(tenant_id, library_id))
         return self._delete_matching(_tag("tenant_id", tenant_id) & _tag("library_id", library_id))
+
+    def doc_ids(self, tenant_id: str, library_id: str) -> set[str]:
+        """Documents with chunks in one library: FT.AGGREGATE GROUPBY doc_id, read by cursor."""
+        index = self._existing()
+        if index is None:
+            return set()
+        library = _tag("tenant_id", tenant_id) & _tag("library_id", library_id)
+        request = AggregateRequest(str(library)).group_by("@doc_id").cursor(count=PAGE).dialect(2)
+        found: set[str] = set()
+        with self._guard():
+            search = self._client.ft(self.index_name)
+            result = search.aggregate(request)
+            while True:
+                for row in result.rows:
+                    fields = dict(zip(row[::2], row[1::2], strict=True))
+                    found.add(_text(fields[b"doc_id"]))
+                if result.cursor is None or result.cursor.cid == 0:
+                    return found
+                result = search.aggregate(result.cursor)
 
     # -- document state ----------------------------------------------------------------
     def doc_states(self, tenant_id: str, library_id: str) -> dict[str, DocState]:
@@ -409,14 +431,28 @@ class RedisIndexAdapter:
             yield
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             raise self._lost(exc) from exc
-        except RedisVLError as exc:  # redisvl wraps redis-py errors
+        except (RedisVLError, redis.exceptions.ResponseError) as exc:  # redisvl wraps redis-py's
             cause = _connection_cause(exc)
-            if cause is None:
-                raise
-            raise self._lost(cause) from exc
+            if cause is not None:
+                raise self._lost(cause) from exc
+            if "no such index" in str(exc).lower():
+                raise self._vanished() from exc
+            raise
 
     def _lost(self, exc: BaseException) -> ConnectionError:
+        self._info = None  # the server may come back empty (restart): read the meta again
         return ConnectionError(f"cannot use Redis at {self.url}: {redact(str(exc))}")
+
+    def _vanished(self) -> IngestError:
+        self._info = None
+        return IngestError(
+            f"Redis index {self.index_name} at {self.url} no longer exists (server restarted "
+            f"or flushed?); run the ingest again to rebuild it"
+        )
+
+    def _create_lock(self) -> Lock:
+        """Serialises create/recreate across processes sharing the index."""
+        return self._client.lock(f"{self._prefix}:lock:create", timeout=60, blocking_timeout=60)
 
     def _read_meta(self) -> tuple[IndexInfo, Algorithm, Metric] | None:
         raw = self._client.hgetall(self._meta_key)

@@ -1,0 +1,336 @@
+"""The agent: an LLM that searches the knowledge bases through tool calls, or retrieval only.
+
+One turn sends the system prompt, the conversation and one function per vectorstore tool
+(the contract's definition); runs the tool calls the model asks for (concurrently), sends
+each result back with its ``tool_call_id`` and repeats until the model answers, at most
+``max_tool_rounds`` times. Without a ``model:`` each message is a search of every tool.
+Chat and ``holodeck test`` both drive this class; it prints nothing itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from holodeck.agent.providers import (
+    Connection,
+    connection_for,
+    describe_error,
+    make_async_client,
+)
+from holodeck.config.envsubst import environment_for
+from holodeck.config.loader import Project
+from holodeck.config.models import ModelConfig
+from holodeck.errors import ConfigError, HoloDeckError, LLMError
+from holodeck.tools.formatting import SearchResult
+from holodeck.tools.vectorstore_tool import VectorStoreTool, clean_query
+
+DEFAULT_MAX_TOOL_ROUNDS = 5
+
+TextCallback = Callable[[str], None]
+ToolCallback = Callable[["ToolCallRecord"], None]
+
+
+@dataclass
+class ToolCallRecord:
+    """One search the agent ran, as the model (or the user, retrieval-only) asked for it."""
+
+    id: str  # tool_call_id ("" in retrieval-only mode)
+    tool: str
+    arguments: dict[str, Any]  # parsed arguments ({} if unparseable)
+    query: str | None
+    output: str  # the text returned to the model: formatted results or the error
+    results: list[SearchResult] = field(default_factory=list)  # ranked; empty on error
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class TurnResult:
+    """What one user message produced."""
+
+    answer: str  # final assistant text (retrieval-only: the formatted results)
+    tool_calls: list[ToolCallRecord]
+    rounds: int  # requests made to the model (0 in retrieval-only mode)
+    seconds: float
+
+
+class Agent:
+    """A conversation with one agent over its (already initialized) vectorstore tools."""
+
+    def __init__(
+        self,
+        project: Project,
+        tools: list[VectorStoreTool],
+        client: openai.AsyncOpenAI | None = None,
+        max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        connection: Connection | None = None,
+    ) -> None:
+        """``client`` None: retrieval-only. ``connection`` names the server in error lines."""
+        if max_tool_rounds < 1:
+            raise ValueError("max_tool_rounds must be at least 1")
+        self.project = project
+        self.tools = list(tools)
+        self.client = client
+        self.max_tool_rounds = max_tool_rounds
+        self.model: ModelConfig | None = project.agent.model
+        if client is not None and self.model is None:
+            raise ConfigError(f"{project.agent_path.name}: an LLM client needs a model: section")
+        if connection is None and client is not None and self.model is not None:
+            key = client.api_key if isinstance(client.api_key, str) else ""
+            connection = Connection(self.model.provider, str(client.base_url), key, None)
+        self.connection = connection
+        self._by_name = {tool.name: tool for tool in self.tools}
+        self.system_prompt = _instructions(project)
+        self.messages: list[dict[str, Any]] = []
+
+    @classmethod
+    def from_project(
+        cls,
+        project: Project,
+        tools: list[VectorStoreTool],
+        max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+    ) -> Agent:
+        """The agent ``project`` describes: its model's client, or retrieval-only without one."""
+        model = project.agent.model
+        if model is None:
+            return cls(project, tools, None, max_tool_rounds)
+        conn = connection_for(model, environment_for(project.root))
+        return cls(project, tools, make_async_client(conn), max_tool_rounds, conn)
+
+    @property
+    def retrieval_only(self) -> bool:
+        """No LLM: each message is searched in every tool."""
+        return self.client is None
+
+    @property
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The ``tools`` parameter of a chat request: one function per vectorstore tool."""
+        return [{"type": "function", "function": t.tool_definition()} for t in self.tools]
+
+    def reset(self) -> None:
+        """Forget the conversation (the system prompt stays)."""
+        self.messages.clear()
+
+    async def close(self) -> None:
+        """Close the HTTP client."""
+        if self.client is not None:
+            await self.client.close()
+
+    async def run_turn(
+        self,
+        message: str,
+        on_text: TextCallback | None = None,
+        on_tool: ToolCallback | None = None,
+    ) -> TurnResult:
+        """Answer ``message``; streams text to ``on_text`` (if given) and reports each tool call.
+
+        Raises ``LLMError`` when the model cannot be reached or refuses; the turn is then
+        forgotten, as it is when the task is cancelled, so the history stays valid.
+        """
+        started = time.perf_counter()
+        if self.client is None:
+            calls = await self._retrieve(message, on_tool)
+            answer = _joined_outputs(calls)
+            return TurnResult(answer, calls, 0, time.perf_counter() - started)
+        mark = len(self.messages)
+        self.messages.append({"role": "user", "content": message})
+        try:
+            answer, calls, rounds = await self._converse(on_text, on_tool)
+        except BaseException:
+            del self.messages[mark:]
+            raise
+        return TurnResult(answer, calls, rounds, time.perf_counter() - started)
+
+    # -- LLM mode ----------------------------------------------------------------------
+
+    async def _converse(
+        self, on_text: TextCallback | None, on_tool: ToolCallback | None
+    ) -> tuple[str, list[ToolCallRecord], int]:
+        """Request, run tool calls, repeat; the last allowed request may not call tools."""
+        calls: list[ToolCallRecord] = []
+        rounds = 0
+        while True:
+            rounds += 1
+            allow_tools = rounds <= self.max_tool_rounds
+            text, requested = await self._complete(allow_tools, on_text)
+            assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if requested and allow_tools:
+                assistant["tool_calls"] = [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": args},
+                    }
+                    for call_id, name, args in requested
+                ]
+            self.messages.append(assistant)
+            if not requested or not allow_tools:
+                if requested:  # the server ignored tool_choice="none"
+                    text += f"\n\n(stopped after {self.max_tool_rounds} rounds of tool calls)"
+                return text, calls, rounds
+            records = await asyncio.gather(
+                *(self._call(call_id, name, args, on_tool) for call_id, name, args in requested)
+            )
+            for record in records:
+                self.messages.append(
+                    {"role": "tool", "tool_call_id": record.id, "content": record.output}
+                )
+            calls.extend(records)
+
+    def _request(self, allow_tools: bool) -> dict[str, Any]:
+        assert self.model is not None
+        messages = list(self.messages)
+        if self.system_prompt:
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        request: dict[str, Any] = {"model": self.model.name, "messages": messages}
+        if self.tools:
+            request["tools"] = self.tool_definitions
+            if not allow_tools:
+                request["tool_choice"] = "none"
+        if self.model.temperature is not None:
+            request["temperature"] = self.model.temperature
+        if self.model.max_tokens is not None:
+            request["max_tokens"] = self.model.max_tokens
+        return request
+
+    async def _complete(
+        self, allow_tools: bool, on_text: TextCallback | None
+    ) -> tuple[str, list[tuple[str, str, str]]]:
+        """One model request: its text and its tool calls as ``(id, name, arguments)``."""
+        assert self.client is not None
+        request = self._request(allow_tools)
+        try:
+            if on_text is None:
+                response = await self.client.chat.completions.create(**request)
+                if not response.choices:
+                    raise LLMError(f"{self._label()} returned no choices")
+                message = response.choices[0].message
+                requested = [
+                    (c.id, c.function.name, c.function.arguments or "")
+                    for c in message.tool_calls or []
+                    if c.type == "function"
+                ]
+                return message.content or "", requested
+            return await self._stream(request, on_text)
+        except openai.OpenAIError as exc:
+            assert self.model is not None and self.connection is not None
+            raise LLMError(describe_error(exc, self.connection, self.model.name)) from exc
+
+    async def _stream(
+        self, request: dict[str, Any], on_text: TextCallback
+    ) -> tuple[str, list[tuple[str, str, str]]]:
+        """A streamed request: text goes to ``on_text`` as it comes; tool calls are assembled."""
+        assert self.client is not None
+        stream = await self.client.chat.completions.create(**request, stream=True)
+        parts: list[str] = []
+        calls: dict[int, list[str]] = {}
+        try:
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    parts.append(delta.content)
+                    on_text(delta.content)
+                for piece in delta.tool_calls or []:
+                    slot = calls.setdefault(piece.index, ["", "", ""])
+                    if piece.id:
+                        slot[0] = piece.id
+                    if piece.function and piece.function.name:
+                        slot[1] += piece.function.name
+                    if piece.function and piece.function.arguments:
+                        slot[2] += piece.function.arguments
+        finally:
+            await stream.close()
+        requested = [
+            (slot[0] or f"call_{i}", slot[1], slot[2]) for i, slot in sorted(calls.items())
+        ]
+        return "".join(parts), requested
+
+    def _label(self) -> str:
+        return self.connection.label if self.connection else "the LLM"
+
+    # -- tools -------------------------------------------------------------------------
+
+    async def _call(
+        self, call_id: str, name: str, raw_arguments: str, on_tool: ToolCallback | None
+    ) -> ToolCallRecord:
+        """Run one tool call; any problem becomes the tool's result for the model to read."""
+        started = time.perf_counter()
+        arguments: dict[str, Any] = {}
+        query: str | None = None
+        try:
+            try:
+                parsed = json.loads(raw_arguments or "{}")
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"arguments are not valid JSON ({exc.msg}); call {name} with "
+                    '{"query": "..."}'
+                ) from None
+            if not isinstance(parsed, dict):
+                raise ValueError('arguments must be an object like {"query": "..."}')
+            arguments = parsed
+            raw_query = arguments.get("query")
+            query = raw_query if isinstance(raw_query, str) else None
+            record = await self._search(call_id, name, query, arguments)
+        except (ValueError, RuntimeError, HoloDeckError) as exc:
+            error = str(exc)
+            record = ToolCallRecord(call_id, name, arguments, query, f"Error: {error}", [], error)
+        record.seconds = time.perf_counter() - started
+        if on_tool is not None:
+            on_tool(record)
+        return record
+
+    async def _search(
+        self, call_id: str, name: str, query: str | None, arguments: dict[str, Any]
+    ) -> ToolCallRecord:
+        """Search tool ``name``: structured results plus the contract's formatted text."""
+        tool = self._by_name.get(name)
+        if tool is None:
+            valid = ", ".join(self._by_name) or "none"
+            raise ValueError(f"unknown tool {name!r}; available tools: {valid}")
+        if query is None:
+            raise ValueError("Search query cannot be empty: pass a 'query' string")
+        cleaned = clean_query(query)
+        results, total = await asyncio.to_thread(tool.find, cleaned)
+        output = tool.render(cleaned, results, total)
+        return ToolCallRecord(call_id, name, arguments, query, output, results, None)
+
+    # -- retrieval-only ----------------------------------------------------------------
+
+    async def _retrieve(self, message: str, on_tool: ToolCallback | None) -> list[ToolCallRecord]:
+        """The message as a query to every tool, concurrently."""
+        arguments = {"query": message}
+        raw = json.dumps(arguments)
+        return list(
+            await asyncio.gather(*(self._call("", tool.name, raw, on_tool) for tool in self.tools))
+        )
+
+
+def _joined_outputs(calls: list[ToolCallRecord]) -> str:
+    """The retrieval-only answer: each tool's formatted results (headed when several)."""
+    if len(calls) == 1:
+        return calls[0].output
+    return "\n\n".join(f"## {c.tool}\n\n{c.output}" for c in calls)
+
+
+def _instructions(project: Project) -> str | None:
+    """The system prompt from ``instructions`` (inline, or the file next to agent.yaml)."""
+    instructions = project.agent.instructions
+    if instructions is None:
+        return None
+    if instructions.inline is not None:
+        return instructions.inline.strip() or None
+    assert instructions.file is not None
+    path = project.root / instructions.file
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"instructions.file: cannot read {project.display(path)}: {exc}") from exc

@@ -1,0 +1,169 @@
+"""OpenAI-compatible clients for every ``model.provider``, and their errors as one line.
+
+One place knows how a provider is reached (base URL, key variable, Azure's api-version), so
+chat and remote embeddings agree. Retries (429, 5xx, timeouts, Retry-After) are the openai
+client's own; what is left when they run out becomes a one-line ``LLMError`` or
+``EmbeddingError`` that never contains the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import openai
+
+from holodeck.config.models import ModelConfig
+from holodeck.errors import ConfigError
+
+#: Ollama's OpenAI-compatible API on its default port.
+DEFAULT_OLLAMA_ENDPOINT = "http://localhost:11434/v1"
+DEFAULT_OPENAI_ENDPOINT = "https://api.openai.com/v1"
+#: Where each provider's key is read from when ``model.api_key`` is not set.
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY"}
+#: Ollama ignores the key, but the client needs a non-empty one.
+OLLAMA_PLACEHOLDER_KEY = "ollama"
+#: Connect fast, but let a slow model take its time between streamed chunks.
+CHAT_TIMEOUT = openai.Timeout(120.0, connect=10.0)
+CHAT_RETRIES = 3
+EMBEDDING_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How one provider is reached: enough to build a client and to name it in messages."""
+
+    provider: str
+    base_url: str
+    api_key: str
+    key_variable: str | None
+    api_version: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``provider at URL``, for error lines."""
+        return f"{self.provider} at {self.base_url}"
+
+
+def connection_for(model: ModelConfig, env: Mapping[str, str]) -> Connection:
+    """Resolve endpoint and key for ``model``; a missing one is a ConfigError naming the fix.
+
+    ``env`` is the environment the config saw (``.env`` overlaid by the real environment).
+    """
+    provider = model.provider
+    variable = KEY_VARIABLES.get(provider)
+    key = model.api_key or (env.get(variable) if variable else None) or None
+    if provider == "ollama":
+        base = model.endpoint or DEFAULT_OLLAMA_ENDPOINT
+        return Connection(provider, base, key or OLLAMA_PLACEHOLDER_KEY, None)
+    if provider == "azure_openai":
+        endpoint = model.endpoint or env.get("AZURE_OPENAI_ENDPOINT")
+        if not endpoint:
+            raise ConfigError(
+                "model.endpoint: required for provider azure_openai "
+                "(e.g. https://my-resource.openai.azure.com), or set AZURE_OPENAI_ENDPOINT"
+            )
+        version = model.api_version or env.get("OPENAI_API_VERSION")
+        if not version:
+            raise ConfigError(
+                "model.api_version: required for provider azure_openai (e.g. 2024-06-01), "
+                "or set OPENAI_API_VERSION"
+            )
+        if not key:
+            raise ConfigError(_missing_key(provider, variable))
+        return Connection(provider, endpoint, key, variable, version)
+    base = model.endpoint or DEFAULT_OPENAI_ENDPOINT
+    if not key:
+        if not model.endpoint:
+            raise ConfigError(_missing_key(provider, variable))
+        # A self-hosted OpenAI-compatible server often needs no key; the client needs one.
+        key = "none"
+    return Connection(provider, base, key, variable)
+
+
+def _missing_key(provider: str, variable: str | None) -> str:
+    return (
+        f"model: no API key for provider {provider}: set {variable} in the environment or in "
+        f".env next to agent.yaml (or write api_key: ${{{variable}}})"
+    )
+
+
+def make_async_client(conn: Connection, max_retries: int = CHAT_RETRIES) -> openai.AsyncOpenAI:
+    """The async client chat uses; ``max_retries`` covers 429, 5xx and timeouts."""
+    if conn.provider == "azure_openai":
+        return openai.AsyncAzureOpenAI(
+            azure_endpoint=conn.base_url,
+            api_key=conn.api_key,
+            api_version=conn.api_version,
+            max_retries=max_retries,
+            timeout=CHAT_TIMEOUT,
+        )
+    return openai.AsyncOpenAI(
+        base_url=conn.base_url, api_key=conn.api_key, max_retries=max_retries, timeout=CHAT_TIMEOUT
+    )
+
+
+def make_sync_client(conn: Connection, max_retries: int = EMBEDDING_RETRIES) -> openai.OpenAI:
+    """The blocking client remote embeddings use (ingestion is synchronous)."""
+    if conn.provider == "azure_openai":
+        return openai.AzureOpenAI(
+            azure_endpoint=conn.base_url,
+            api_key=conn.api_key,
+            api_version=conn.api_version,
+            max_retries=max_retries,
+            timeout=CHAT_TIMEOUT,
+        )
+    return openai.OpenAI(
+        base_url=conn.base_url, api_key=conn.api_key, max_retries=max_retries, timeout=CHAT_TIMEOUT
+    )
+
+
+def describe_error(exc: BaseException, conn: Connection, model: str, what: str = "model") -> str:
+    """One line saying what went wrong with a request to ``conn`` and how to fix it.
+
+    Never includes the key: the server's own message is left out for 401/403 (OpenAI echoes
+    part of the key there) and scrubbed of the key everywhere else.
+    """
+    where = conn.label
+    fix_key = (
+        f"check {conn.key_variable}" if conn.key_variable else "check model.api_key"
+    )
+    if isinstance(exc, openai.APITimeoutError):
+        return f"{where} did not answer in time (after retries); try again later"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return f"cannot reach {where}: {_scrub(str(cause), conn)}; is the server running?"
+    if isinstance(exc, openai.AuthenticationError):
+        return f"{where} refused the API key (401); {fix_key}"
+    if isinstance(exc, openai.PermissionDeniedError):
+        return f"{where} denied access to {what} {model!r} (403); {fix_key} and its permissions"
+    if isinstance(exc, openai.NotFoundError):
+        kind = "deployment" if conn.provider == "azure_openai" else what
+        hint = f"; pull it first: ollama pull {model}" if conn.provider == "ollama" else ""
+        return f"{kind} {model!r} not found at {where} (404){hint}"
+    if isinstance(exc, openai.RateLimitError):
+        return (
+            f"{where} is rate limiting requests (429) and still was after retries: "
+            f"{_server_message(exc, conn)}; wait and try again"
+        )
+    if isinstance(exc, openai.APIStatusError):
+        return f"{where} answered {exc.status_code}: {_server_message(exc, conn)}"
+    return f"{where}: {_scrub(str(exc), conn)}"
+
+
+def _server_message(exc: openai.APIStatusError, conn: Connection) -> str:
+    """The ``error.message`` of an API error body, short and without the key."""
+    body = exc.body
+    message: object = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+    text = str(message if message else exc.message)
+    text = " ".join(text.split())
+    return _scrub(text[:300], conn)
+
+
+def _scrub(text: str, conn: Connection) -> str:
+    """``text`` with the key (should a server echo it) replaced by ``***``."""
+    key = conn.api_key
+    return text.replace(key, "***") if key and len(key) >= 4 else text

@@ -1,0 +1,166 @@
+"""The test cases of a project: ``test_cases`` in agent.yaml plus ``test_cases_file``.
+
+Every mistake is a ``ConfigError`` naming the file and line of the case (the agent file or
+the cases file), so a typo in a case reads like any other config error: exit 2, one line.
+Cases are checked against the project's tools here, before anything is ingested or run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import field_validator
+
+from holodeck.config.envsubst import environment_for
+from holodeck.config.loader import (
+    Loc,
+    Project,
+    _dotted,
+    _label,
+    _line_of,
+    _read_yaml,
+    _substitute,
+    _validate,
+)
+from holodeck.config.models import StrictModel, TestCase
+from holodeck.errors import ConfigError
+
+#: Arguments a vectorstore tool takes (the contract's function definition).
+TOOL_ARGUMENTS = ("query",)
+
+
+class TestCaseFile(StrictModel):
+    """A ``test_cases_file``: a list of cases, or a mapping with one ``test_cases:`` key."""
+
+    __test__ = False  # not a pytest class
+
+    test_cases: list[TestCase]
+
+    @field_validator("test_cases")
+    @classmethod
+    def _unique(cls, cases: list[TestCase]) -> list[TestCase]:
+        seen: set[str] = set()
+        for case in cases:
+            if case.name in seen:
+                raise ValueError(f"test case names must be unique: {case.name!r} appears twice")
+            seen.add(case.name)
+        return cases
+
+
+@dataclass
+class _Origin:
+    """Where a case was written, to point error lines at it."""
+
+    label: str
+    node: yaml.Node | None
+    loc: Loc
+
+    def line(self, *more: str | int) -> int:
+        return _line_of(self.node, (*self.loc, *more))
+
+    def where(self, *more: str | int) -> str:
+        return _dotted((*self.loc, *more))
+
+
+def load_cases(project: Project) -> list[TestCase]:
+    """All cases, inline first, then the file's; names unique, tools and arguments known."""
+    label = _label(project.agent_path)
+    _, agent_node = _read_yaml(project.agent_path, label)
+    found: list[tuple[TestCase, _Origin]] = [
+        (case, _Origin(label, agent_node, ("test_cases", i)))
+        for i, case in enumerate(project.agent.test_cases or [])
+    ]
+    file_name = project.agent.test_cases_file
+    if file_name:
+        path = project.root / file_name
+        if not path.is_file():
+            line = _line_of(agent_node, ("test_cases_file",))
+            raise ConfigError(
+                f"{label}:{line}: test_cases_file: {file_name} not found "
+                f"(path relative to {label})"
+            )
+        found += _read_case_file(path, project.root)
+    if not found:
+        raise ConfigError(
+            f"{label}: no test cases; add test_cases: (or test_cases_file:) to {label}, "
+            "see agent.yaml.example"
+        )
+    seen: set[str] = set()
+    for case, origin in found:
+        if case.name in seen:
+            raise ConfigError(
+                f"{origin.label}:{origin.line('name')}: {origin.where('name')}: test case names "
+                f"must be unique: {case.name!r} appears twice"
+            )
+        seen.add(case.name)
+        _check_tools(case, origin, project)
+    return [case for case, _ in found]
+
+
+def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
+    """Parse and validate a cases file; errors name that file and line."""
+    label = _label(path)
+    data, node = _read_yaml(path, label)
+    if data is None:
+        raise ConfigError(f"{label}:1: the file is empty; it needs a list of test cases")
+    if isinstance(data, list) and node is not None:
+        # Validate as {test_cases: [...]} so every location has the same shape; wrap the
+        # node the same way so line numbers still resolve.
+        key = yaml.ScalarNode("tag:yaml.org,2002:str", "test_cases", start_mark=node.start_mark)
+        node = yaml.MappingNode("tag:yaml.org,2002:map", [(key, node)], start_mark=node.start_mark)
+        data = {"test_cases": data}
+    elif not isinstance(data, dict):
+        raise ConfigError(
+            f"{label}:1: the top level must be a list of test cases (or 'test_cases:' with one)"
+        )
+    data = _substitute(data, environment_for(root), node, label)
+    parsed: TestCaseFile = _validate(TestCaseFile, data, node, label)
+    return [
+        (case, _Origin(label, node, ("test_cases", i))) for i, case in enumerate(parsed.test_cases)
+    ]
+
+
+def _check_tools(case: TestCase, origin: _Origin, project: Project) -> None:
+    """Every expected tool must exist and be checked only on arguments it takes."""
+    names = [tool.name for tool in project.tools]
+    for j, expected in enumerate(case.expected_tools or []):
+        if expected.name not in names:
+            valid = ", ".join(names) or "none"
+            raise ConfigError(
+                f"{origin.label}:{origin.line('expected_tools', j)}: "
+                f"{origin.where('expected_tools', j)}: case {case.name!r}: no tool named "
+                f"{expected.name!r} (tools: {valid})"
+            )
+        for arg in expected.args or {}:
+            if arg not in TOOL_ARGUMENTS:
+                raise ConfigError(
+                    f"{origin.label}:{origin.line('expected_tools', j, 'args', arg)}: "
+                    f"{origin.where('expected_tools', j, 'args', arg)}: case {case.name!r}: "
+                    f"{expected.name} takes no argument {arg!r} "
+                    f"(arguments: {', '.join(TOOL_ARGUMENTS)})"
+                )
+
+
+def select_cases(
+    cases: list[TestCase], patterns: tuple[str, ...] = (), limit: int | None = None
+) -> list[TestCase]:
+    """The cases ``-k`` picks (any pattern matches), then the first ``--limit`` of them.
+
+    A pattern is a case-insensitive substring of the name, or a glob when it holds * ? [.
+    """
+    chosen = [case for case in cases if not patterns or any(_matches(case.name, p) for p in patterns)]
+    if patterns and not chosen:
+        shown = " or ".join(repr(p) for p in patterns)
+        raise ConfigError(
+            f"-k {shown}: no test case name matches (cases: {', '.join(c.name for c in cases)})"
+        )
+    return chosen[:limit] if limit is not None else chosen
+
+
+def _matches(name: str, pattern: str) -> bool:
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(name.casefold(), pattern.casefold())
+    return pattern.casefold() in name.casefold()

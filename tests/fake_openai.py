@@ -1,0 +1,347 @@
+"""A scripted OpenAI-compatible HTTP server, so tests run the real ``openai`` client.
+
+The LLM is the one part of holodeck that cannot run in tests; everything else (the openai
+client, its retries and streaming, holodeck's agent loop and embedder) runs for real
+against this server on 127.0.0.1.
+
+Usage::
+
+    with FakeOpenAI() as server:              # or the ``fake_openai`` fixture
+        server.chat.push(tool_calls(("knowledge_base", {"query": "retries"})))
+        server.chat.push(text("Jobs retry three times."))
+        server.embeddings.push(error(429, headers={"Retry-After": "0.1"}))
+        ... point a client at server.url ("http://127.0.0.1:PORT/v1") ...
+        server.chat_requests()                # request bodies (dicts), oldest first
+        server.requests                       # every Recorded(path, headers, body, status)
+
+Endpoints (any prefix, so Azure's ``/openai/deployments/<d>/...`` paths work too):
+
+- ``POST .../chat/completions``: answers with the next scripted reply, as one JSON body or,
+  when the request says ``"stream": true``, as server-sent events (text in ``chunk_size``
+  pieces, tool calls as the API streams them: id and name first, then argument pieces).
+  With nothing scripted it answers 400 "fake_openai: no scripted chat reply", which the
+  client does not retry, so a test that under-scripts fails loudly.
+- ``POST .../embeddings``: answers with the next scripted reply if any, else with
+  deterministic pseudo-random unit vectors (seeded by each input's text) of ``dimensions``
+  length (default 1536). ``encoding_format`` float and base64 are both honoured.
+
+Replies (module functions): ``text(content)``, ``tool_calls((name, args[, id]), ...)``,
+``error(status, message, headers=...)`` (OpenAI's error body), ``vectors(dimensions)``
+(embeddings of another length for one request). ``delay=`` on ``text`` / ``tool_calls``
+sleeps that long between streamed chunks (to interrupt a streaming answer).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    kind: str  # "text" | "tool_calls" | "error" | "vectors"
+    content: str = ""
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, arguments)
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    dimensions: int = 0
+    delay: float = 0.0
+
+
+def text(content: str, delay: float = 0.0) -> Reply:
+    """An assistant answer with ``content`` (finish_reason ``stop``)."""
+    return Reply("text", content=content, delay=delay)
+
+
+def tool_calls(*calls: tuple[Any, ...], content: str = "", delay: float = 0.0) -> Reply:
+    """The assistant asks for tools: each call ``(name, arguments[, id])``.
+
+    ``arguments`` is a dict (sent as JSON) or a raw string (sent as is: malformed JSON too).
+    """
+    out: list[tuple[str, str, str]] = []
+    for n, call in enumerate(calls, start=1):
+        name, arguments = call[0], call[1]
+        call_id = (
+            call[2] if len(call) > 2 else f"call_{n}_{hashlib.md5(name.encode()).hexdigest()[:6]}"
+        )
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        out.append((call_id, name, raw))
+    return Reply("tool_calls", content=content, calls=out, delay=delay)
+
+
+def error(status: int, message: str = "", headers: dict[str, str] | None = None) -> Reply:
+    """An HTTP error with OpenAI's ``{"error": {...}}`` body."""
+    return Reply(
+        "error", content=message or f"fake error {status}", status=status, headers=headers or {}
+    )
+
+
+def vectors(dimensions: int) -> Reply:
+    """Embeddings of ``dimensions`` length for one request (to provoke a length mismatch)."""
+    return Reply("vectors", dimensions=dimensions)
+
+
+@dataclass
+class Recorded:
+    """One request the server received."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    status: int = 0  # what the server answered
+
+
+class Script:
+    """A queue of replies for one endpoint (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+
+    def push(self, *replies: Reply) -> None:
+        """Append replies, served in order, one per request."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def pop(self) -> Reply | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+
+def unit_vector(text_: str, dimensions: int) -> list[float]:
+    """A deterministic pseudo-random unit vector for ``text_`` (same text, same vector)."""
+    seed = int.from_bytes(hashlib.sha256(text_.encode("utf-8")).digest()[:8], "little")
+    vec = np.random.default_rng(seed).standard_normal(dimensions)
+    return [float(x) for x in vec / np.linalg.norm(vec)]
+
+
+class FakeOpenAI:
+    """The server; ``url`` is the base URL to give the client (ends in ``/v1``)."""
+
+    def __init__(self, dimensions: int = 1536, chunk_size: int = 4) -> None:
+        self.chat = Script()
+        self.embeddings = Script()
+        self.dimensions = dimensions
+        self.chunk_size = chunk_size  # characters per streamed text chunk
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the chat requests received, oldest first."""
+        return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the embedding requests received, oldest first."""
+        return [r.body for r in self.requests if r.path.endswith("/embeddings")]
+
+    # -- HTTP --------------------------------------------------------------------------
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"  # one response per connection: no chunking needed
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_raw": raw.decode("utf-8", "replace")}
+                path = self.path.split("?", 1)[0]
+                record = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body)
+                with server._lock:
+                    server.requests.append(record)
+                if path.endswith("/chat/completions"):
+                    server._chat(self, body, record)
+                elif path.endswith("/embeddings"):
+                    server._embed(self, body, record)
+                else:
+                    server._send_error(self, record, error(404, f"no route {path}"))
+
+        return Handler
+
+    def _send_json(
+        self,
+        h: BaseHTTPRequestHandler,
+        record: Recorded,
+        status: int,
+        data: Any,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        payload = json.dumps(data).encode()
+        record.status = status
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(payload)
+
+    def _send_error(self, h: BaseHTTPRequestHandler, record: Recorded, reply: Reply) -> None:
+        kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(
+            reply.status, "api_error"
+        )
+        body = {"error": {"message": reply.content, "type": kind, "param": None, "code": None}}
+        self._send_json(h, record, reply.status, body, reply.headers)
+
+    def _chat(self, h: BaseHTTPRequestHandler, body: dict[str, Any], record: Recorded) -> None:
+        reply = self.chat.pop()
+        if reply is None:
+            reply = error(400, "fake_openai: no scripted chat reply")
+        if reply.kind == "error":
+            self._send_error(h, record, reply)
+            return
+        model = body.get("model", "fake-model")
+        if body.get("stream"):
+            self._stream(h, record, reply, model)
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+        if reply.kind == "tool_calls":
+            message["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                for i, n, a in reply.calls
+            ]
+        finish = "tool_calls" if reply.kind == "tool_calls" else "stop"
+        data = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        self._send_json(h, record, 200, data)
+
+    def _stream(
+        self, h: BaseHTTPRequestHandler, record: Recorded, reply: Reply, model: str
+    ) -> None:
+        record.status = 200
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Cache-Control", "no-cache")
+        h.end_headers()
+
+        def event(delta: dict[str, Any], finish: str | None = None) -> None:
+            chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            h.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            h.wfile.flush()
+            if reply.delay:
+                time.sleep(reply.delay)
+
+        try:
+            event({"role": "assistant", "content": ""})
+            step = max(1, self.chunk_size)
+            for start in range(0, len(reply.content), step):
+                event({"content": reply.content[start : start + step]})
+            for index, (call_id, name, arguments) in enumerate(reply.calls):
+                event(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+                for start in range(0, len(arguments), 7):
+                    event(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": index,
+                                    "function": {"arguments": arguments[start : start + 7]},
+                                }
+                            ]
+                        }
+                    )
+            event({}, "tool_calls" if reply.kind == "tool_calls" else "stop")
+            h.wfile.write(b"data: [DONE]\n\n")
+            h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away mid-stream (an interrupted answer)
+
+    def _embed(self, h: BaseHTTPRequestHandler, body: dict[str, Any], record: Recorded) -> None:
+        reply = self.embeddings.pop()
+        if reply is not None and reply.kind == "error":
+            self._send_error(h, record, reply)
+            return
+        dims = reply.dimensions if reply is not None else self.dimensions
+        inputs = body.get("input")
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if not isinstance(inputs, list) or not inputs:
+            self._send_error(h, record, error(400, "input must be a string or a list"))
+            return
+        if len(inputs) > 2048:
+            self._send_error(h, record, error(400, "'input' must have at most 2048 items"))
+            return
+        data = []
+        for i, item in enumerate(inputs):
+            vec = unit_vector(str(item), dims)
+            if body.get("encoding_format") == "base64":
+                emb: Any = base64.b64encode(np.asarray(vec, dtype=np.float32).tobytes()).decode()
+            else:
+                emb = vec
+            data.append({"object": "embedding", "index": i, "embedding": emb})
+        usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
+        self._send_json(
+            h,
+            record,
+            200,
+            {"object": "list", "data": data, "model": body.get("model"), "usage": usage},
+        )

@@ -1,0 +1,222 @@
+"""Discovery: which files a knowledge base is built from, and why every other file is left out."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from holodeck.ingest.discover import discover
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_DOCS = REPO / "examples" / "docs"
+EXAMPLE_PDF = EXAMPLE_DOCS / "operations" / "backup-and-restore.pdf"
+EXAMPLE_PNG = EXAMPLE_DOCS / "api" / "architecture.png"
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "holodeck.ingest" and r.levelno == logging.WARNING
+    ]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A source folder with every case a user can put in it, plus files outside it."""
+    outside = tmp_path / "outside"
+    (outside / "private").mkdir(parents=True)
+    (outside / "secret.md").write_text("the outside secret\n")
+    (outside / "private" / "keys.md").write_text("outside keys\n")
+
+    src = tmp_path / "src"
+    (src / "guides" / "deep").mkdir(parents=True)
+    (src / "api").mkdir()
+    (src / "intro.md").write_text("# Intro\n")
+    (src / "README.txt").write_text("read me\n")
+    (src / "NOTES.MD").write_text("upper-case extension\n")
+    (src / "guides" / "deep" / "nested.md").write_text("deep\n")
+    (src / "guides" / "manual.pdf").write_bytes(EXAMPLE_PDF.read_bytes())
+    (src / "api" / "limits.csv").write_text("plan,price\nfree,0\n")
+    (src / "api" / "errors.json").write_text('{"E1": "bad"}\n')
+    shutil.copy(EXAMPLE_PNG, src / "api" / "diagram.png")
+    (src / "empty.txt").write_bytes(b"")
+    (src / "Makefile").write_text("all:\n")
+    (src / ".git").mkdir()
+    (src / ".git" / "HEAD.md").write_text("hidden\n")
+    (src / ".holodeck").mkdir()
+    (src / ".holodeck" / "index.json").write_text("{}\n")
+    (src / ".draft.md").write_text("hidden file\n")
+    os.symlink(outside / "secret.md", src / "leak.md")
+    os.symlink(outside / "private", src / "linked_private")
+    os.symlink(src / "intro.md", src / "alias.md")
+    os.symlink(src / "guides", src / "guides_again")
+    os.symlink(src, src / "guides" / "loop")
+    os.symlink(src / "missing.md", src / "broken.md")
+    return src
+
+
+def test_lists_supported_files_recursively_sorted_with_stat(tree: Path) -> None:
+    found = discover(tree)
+
+    assert [f.rel_path for f in found.files] == [
+        "NOTES.MD",
+        "README.txt",
+        "alias.md",
+        "api/errors.json",
+        "api/limits.csv",
+        "guides/deep/nested.md",
+        "guides/manual.pdf",
+        "intro.md",
+    ]
+    nested = next(f for f in found.files if f.rel_path == "guides/deep/nested.md")
+    st = (tree / "guides" / "deep" / "nested.md").stat()
+    assert nested.path == tree / "guides" / "deep" / "nested.md"
+    assert (nested.mtime, nested.size) == (st.st_mtime, st.st_size)
+
+
+def test_every_skip_has_a_reason_and_one_warning_line(
+    tree: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="holodeck.ingest")
+
+    found = discover(tree)
+
+    reasons = {s.rel_path: s.reason for s in found.skipped}
+    assert reasons == {
+        "Makefile": "unsupported file type (no extension)",
+        "api/diagram.png": "unsupported file type .png",
+        "broken.md": "broken symlink",
+        "empty.txt": "empty file",
+        "guides/loop": "symlinked folder not followed (its target inside source is read directly)",
+        "guides_again": (
+            "symlinked folder not followed (its target inside source is read directly)"
+        ),
+        "leak.md": "symlink leads outside source",
+        "linked_private": "symlink leads outside source",
+    }
+    assert sorted(_warnings(caplog)) == sorted(f"Skipped {p}: {r}" for p, r in reasons.items())
+
+
+def test_hidden_files_and_folders_are_left_out_silently(
+    tree: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="holodeck.ingest")
+
+    found = discover(tree)
+
+    listed = [f.rel_path for f in found.files] + [s.rel_path for s in found.skipped]
+    assert not [p for p in listed if "/." in f"/{p}"]
+    assert not [m for m in _warnings(caplog) if ".git" in m or "draft" in m or "holodeck" in m]
+
+
+def test_nothing_outside_source_is_ever_listed(tree: Path) -> None:
+    root = tree.resolve()
+
+    found = discover(tree)
+
+    for f in found.files:
+        assert f.path.resolve().is_relative_to(root), f.rel_path
+    assert not [f for f in found.files if f.rel_path.startswith(("leak", "linked_private"))]
+
+
+def test_symlinked_source_folder_is_walked(tree: Path, tmp_path: Path) -> None:
+    link = tmp_path / "docs_link"
+    os.symlink(tree, link)
+
+    found = discover(link)
+
+    assert "guides/deep/nested.md" in [f.rel_path for f in found.files]
+    assert "leak.md" in [s.rel_path for s in found.skipped]
+
+
+def test_single_file_source_uses_its_name(tmp_path: Path) -> None:
+    doc = tmp_path / "handbook.md"
+    doc.write_text("# Handbook\n")
+
+    found = discover(doc)
+
+    assert [(f.rel_path, f.path, f.size) for f in found.files] == [("handbook.md", doc, 11)]
+    assert found.skipped == []
+
+
+def test_single_unsupported_file_is_skipped_with_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="holodeck.ingest")
+    image = tmp_path / "logo.PNG"
+    shutil.copy(EXAMPLE_PNG, image)
+
+    found = discover(image)
+
+    assert found.files == []
+    assert [(s.rel_path, s.reason) for s in found.skipped] == [
+        ("logo.PNG", "unsupported file type .png")
+    ]
+    assert _warnings(caplog) == ["Skipped logo.PNG: unsupported file type .png"]
+
+
+def test_missing_source_fails_fast_naming_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder"
+
+    with pytest.raises(FileNotFoundError, match="no-such-folder"):
+        discover(missing)
+
+
+def test_fifo_named_like_a_document_is_skipped_without_opening_it(tmp_path: Path) -> None:
+    # Opening a FIFO blocks until a writer appears: finishing at all proves no read happened.
+    os.mkfifo(tmp_path / "pipe.txt")
+
+    found = discover(tmp_path)
+
+    assert [(s.rel_path, s.reason) for s in found.skipped] == [("pipe.txt", "not a regular file")]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read files without read permission")
+def test_unreadable_file_and_folder_are_skipped(tmp_path: Path) -> None:
+    (tmp_path / "locked.md").write_text("secret\n")
+    (tmp_path / "locked.md").chmod(0o000)
+    (tmp_path / "closed").mkdir()
+    (tmp_path / "closed" / "inner.md").write_text("inner\n")
+    (tmp_path / "closed").chmod(0o000)
+    try:
+        found = discover(tmp_path)
+    finally:
+        (tmp_path / "closed").chmod(0o755)
+
+    reasons = {s.rel_path: s.reason for s in found.skipped}
+    assert reasons == {"locked.md": "permission denied", "closed": "permission denied"}
+    assert found.files == []
+
+
+def test_a_thousand_files_are_listed_quickly(tmp_path: Path) -> None:
+    for d in range(20):
+        folder = tmp_path / f"part{d:02d}"
+        folder.mkdir()
+        for i in range(50):
+            (folder / f"doc{i:02d}.md").write_text(f"document {d}-{i}\n")
+
+    discover(tmp_path)  # warm the OS caches, as a second `holodeck chat` would
+    start = time.perf_counter()
+    found = discover(tmp_path)
+    elapsed = time.perf_counter() - start
+
+    assert len(found.files) == 1000
+    # A few milliseconds on a laptop; the bound leaves room for slow CI machines, and still
+    # fails if discovery starts reading or hashing files.
+    assert elapsed < 0.25, f"discovering 1,000 files took {elapsed * 1000:.0f} ms"
+
+
+def test_example_docs_hold_every_supported_type_and_one_skipped_image() -> None:
+    found = discover(EXAMPLE_DOCS)
+
+    suffixes = {Path(f.rel_path).suffix for f in found.files}
+    assert suffixes == {".md", ".txt", ".pdf", ".csv", ".json"}
+    assert [(s.rel_path, s.reason) for s in found.skipped] == [
+        ("api/architecture.png", "unsupported file type .png")
+    ]
