@@ -56,7 +56,7 @@ class Embedder(Protocol):
         ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for ``texts`` as a ``(len(texts), dimensions)`` float32 array, rows L2-normalised.
+        """Vectors for ``texts``: a ``(len(texts), dimensions)`` float32 array, rows normalised.
 
         Raises ``holodeck.errors.EmbeddingError`` on failure; never returns zero vectors.
         """

@@ -24,7 +24,7 @@ def make_tool(tmp_path: Path, extra: str = "", source: str = "docs") -> VectorSt
 
 def test_search_before_initialize_is_refused(tmp_path: Path) -> None:
     tool = make_tool(tmp_path)
-    with pytest.raises(RuntimeError, match="^VectorStoreTool must be initialized before search$"):
+    with pytest.raises(RuntimeError, match=r"^VectorStoreTool must be initialized before search$"):
         asyncio.run(tool.search("anything"))
 
 
@@ -51,7 +51,7 @@ def test_initialize_search_and_counts(tmp_path: Path) -> None:
     out = asyncio.run(tool.search("what cools the reactor?"))
     assert out.startswith("Found 1 result(s):\n\n[1] Score: ")
     assert "| Source: docs/a.md\nThe reactor is cooled by liquid sodium." in out
-    with pytest.raises(ValueError, match="^Search query cannot be empty$"):
+    with pytest.raises(ValueError, match=r"^Search query cannot be empty$"):
         asyncio.run(tool.search("  "))
     # force_ingest re-embeds everything
     asyncio.run(tool.initialize(force_ingest=True))
