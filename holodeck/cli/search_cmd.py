@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import click
 
@@ -47,6 +48,9 @@ def search(
         raise click.UsageError(f"{project.agent_path.name} has no vectorstore tools to search")
     filters = ChunkFilters(book_ids=list(books) or None, tags=list(tags) or None, language=language)
     try:
+        # Search keeps the index in step quietly: skipped-file warnings belong to `ingest`.
+        if not ctx.obj.get("verbose"):
+            logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
         initialize_tools(tools, force=False, quiet=True)
         output: list[dict[str, object]] = []
         texts: list[str] = []

@@ -79,8 +79,7 @@ def load_cases(project: Project) -> list[TestCase]:
         if not path.is_file():
             line = _line_of(agent_node, ("test_cases_file",))
             raise ConfigError(
-                f"{label}:{line}: test_cases_file: {file_name} not found "
-                f"(path relative to {label})"
+                f"{label}:{line}: test_cases_file: {file_name} not found (path relative to {label})"
             )
         found += _read_case_file(path, project.root)
     if not found:
@@ -126,6 +125,12 @@ def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
 def _check_tools(case: TestCase, origin: _Origin, project: Project) -> None:
     """Every expected tool must exist and be checked only on arguments it takes."""
     names = [tool.name for tool in project.tools]
+    if case.ground_truth and not names:
+        raise ConfigError(
+            f"{origin.label}:{origin.line('ground_truth')}: {origin.where('ground_truth')}: "
+            f"case {case.name!r}: a ground_truth is compared with a vectorstore tool's "
+            "embedder; add a tool to tools:"
+        )
     for j, expected in enumerate(case.expected_tools or []):
         if expected.name not in names:
             valid = ", ".join(names) or "none"
@@ -151,7 +156,7 @@ def select_cases(
 
     A pattern is a case-insensitive substring of the name, or a glob when it holds * ? [.
     """
-    chosen = [case for case in cases if not patterns or any(_matches(case.name, p) for p in patterns)]
+    chosen = [c for c in cases if not patterns or any(_matches(c.name, p) for p in patterns)]
     if patterns and not chosen:
         shown = " or ".join(repr(p) for p in patterns)
         raise ConfigError(

@@ -26,6 +26,8 @@ log = logging.getLogger("holodeck.tools")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_QUERY_CHARS = 4000
+#: Tools already warned that their chunk_size was capped (warn once per process).
+_WARNED_CHUNK_SIZE: set[str] = set()
 
 
 class VectorStoreTool:
@@ -117,12 +119,16 @@ class VectorStoreTool:
             )
         requested = self.resolved.config.chunk_size
         size = self.chunk_size
-        if size < requested:
+        asked = "chunk_size" in self.resolved.config.model_fields_set
+        if size < requested and asked and self.name not in _WARNED_CHUNK_SIZE:
+            _WARNED_CHUNK_SIZE.add(self.name)
             log.warning(
-                "Tool %s: chunk_size %d is more than %s reads; using %d tokens",
+                "Tool %s: chunk_size %d is more than %s reads; using %d tokens "
+                "(set chunk_size: %d to silence this)",
                 self.name,
                 requested,
                 self.embedder.model_id,
+                size,
                 size,
             )
         target = LibraryTarget(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 import redis
+from redis_server import RedisServer, free_port  # tests/ is on sys.path (see conftest)
 
 from holodeck.errors import ConfigError, IngestError, ValidationError
 from holodeck.vectorstore.adapters import redis as redis_adapter
@@ -362,11 +363,11 @@ def test_get_doc_chunks_in_order_with_vectors(
 
 
 def test_more_than_ten_thousand_chunks(
-    redis_server_factory: Callable[..., object],
+    redis_server_factory: Callable[..., RedisServer],
 ) -> None:
     """Deletes, moves and counts past RediSearch's 10,000 result cap (as some servers set it)."""
     server = redis_server_factory(search_args=["MAXSEARCHRESULTS", "10000"])
-    adapter = RedisIndexAdapter(server.url, "big", algorithm="FLAT")  # type: ignore[attr-defined]
+    adapter = RedisIndexAdapter(server.url, "big", algorithm="FLAT")
     try:
         rng = np.random.default_rng(9)
         vectors = rng.normal(size=(10_200, 8)).astype(np.float32)
@@ -490,8 +491,6 @@ def _all_text(exc: BaseException) -> str:
 
 
 def test_connection_refused_names_the_redacted_url() -> None:
-    from redis_server import free_port
-
     url = f"redis://holo:s3cr3t-pw@127.0.0.1:{free_port()}/0"
     with pytest.raises(ConnectionError) as info:
         RedisIndexAdapter(url)
@@ -500,13 +499,13 @@ def test_connection_refused_names_the_redacted_url() -> None:
 
 
 def test_password_protected_server(
-    redis_server_factory: Callable[..., object],
+    redis_server_factory: Callable[..., RedisServer],
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     password = "hunter2-very-secret"
     server = redis_server_factory(password=password)
-    url: str = server.url  # type: ignore[attr-defined]
+    url: str = server.url
     assert url.startswith(f"redis://:{password}@")
     caplog.set_level(logging.DEBUG)
     adapter = RedisIndexAdapter(url, "pw_index")
@@ -525,7 +524,7 @@ def test_password_protected_server(
         errors.append(info.value)
     assert "redis://:***@127.0.0.1" in str(errors[0])
 
-    server.kill()  # type: ignore[attr-defined]
+    server.kill()
     for call in (
         lambda: store.upsert_chunks("t1", [make_record(unit(rng), index=1)]),
         lambda: store.search("t1", rec.vector, 1),
@@ -544,35 +543,35 @@ def test_password_protected_server(
 
 
 def test_a_restarted_empty_server_is_never_written_blindly(
-    redis_server_factory: Callable[..., object],
+    redis_server_factory: Callable[..., RedisServer],
 ) -> None:
     """The meta is cached; a server that came back empty is noticed, never half-written."""
     server = redis_server_factory()
-    adapter = RedisIndexAdapter(server.url, "restart")  # type: ignore[attr-defined]
+    adapter = RedisIndexAdapter(server.url, "restart")
     store = VectorStore(adapter)
     rng = np.random.default_rng(15)
     store.upsert_chunks("t1", [make_record(unit(rng))])
-    server.kill()  # type: ignore[attr-defined]
-    server.start()  # type: ignore[attr-defined]  # same port, no persistence: empty
+    server.kill()
+    server.start()  # same port, no persistence: empty
     with pytest.raises(IngestError, match="no longer exists"):
         store.search("t1", unit(rng), 3)
     assert adapter.describe() is None
     store.upsert_chunks("t1", [make_record(unit(rng), index=1)])  # creates it anew
 
-    server.kill()  # type: ignore[attr-defined]
-    server.start()  # type: ignore[attr-defined]
+    server.kill()
+    server.start()
     with pytest.raises(IngestError, match="no longer exists"):
         store.upsert_chunks("t1", [make_record(unit(rng), index=2)])
-    assert not redis.Redis.from_url(server.url).keys("restart:chunk:*")  # type: ignore[attr-defined]
+    assert not redis.Redis.from_url(server.url).keys("restart:chunk:*")
     store.upsert_chunks("t1", [make_record(unit(rng), index=3)])
     assert adapter.total_count() == 1
     adapter.close()
 
 
-def test_server_without_query_engine(redis_server_factory: Callable[..., object]) -> None:
+def test_server_without_query_engine(redis_server_factory: Callable[..., RedisServer]) -> None:
     server = redis_server_factory(search=False)
     with pytest.raises(ConfigError, match="no Query Engine"):
-        RedisIndexAdapter(server.url)  # type: ignore[attr-defined]
+        RedisIndexAdapter(server.url)
 
 
 def test_bad_settings_are_config_errors(redis_url: str) -> None:

@@ -1,0 +1,102 @@
+"""Ingestion and search on a generated corpus, through the same code as `holodeck ingest/search`.
+
+Measures: first ingest throughput, a re-run with nothing changed, a re-run with one file
+changed, search latency p50/p95, and peak memory. Usage:
+
+    python benchmarks/bench_ingest.py [--files 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+
+from _common import make_project, peak_rss_mb, percentile, reload_tool
+
+TOPICS = [
+    "scheduling",
+    "retries",
+    "backups",
+    "alerts",
+    "billing",
+    "workers",
+    "queues",
+    "tokens",
+    "storage",
+    "upgrades",
+    "metrics",
+    "logging",
+    "permissions",
+    "webhooks",
+    "quotas",
+    "caches",
+]
+
+
+def document(i: int, rng: random.Random) -> str:
+    """A small markdown page with a title and a few distinct paragraphs (one or two chunks)."""
+    topic = TOPICS[i % len(TOPICS)]
+    paras = [
+        f"Component {i} handles {topic} for team {rng.randint(1, 50)}. It keeps "
+        f"{rng.randint(2, 90)} items per batch and reports to channel {rng.randint(100, 999)}."
+        for _ in range(rng.randint(2, 5))
+    ]
+    return f"# Note {i} on {topic}\n\n" + "\n\n".join(paras) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    rng = random.Random(7)
+    docs = {
+        f"{TOPICS[i % len(TOPICS)]}/note{i:05d}.md": document(i, rng) for i in range(args.files)
+    }
+    root, tool = make_project(docs)
+    out: dict[str, float | int] = {"files": args.files}
+
+    started = time.perf_counter()
+    tool.initialize_sync()
+    first = time.perf_counter() - started
+    assert tool.summary is not None
+    out.update(
+        first_ingest_s=round(first, 2),
+        chunks=tool.summary.chunks_total,
+        files_per_s=round(args.files / first, 1),
+        chunks_per_s=round(tool.summary.chunks_embedded / first, 1),
+    )
+
+    tool = reload_tool(root)  # a new run: the index is read back from disk
+    started = time.perf_counter()
+    tool.initialize_sync()
+    out["rerun_unchanged_s"] = round(time.perf_counter() - started, 3)
+    assert tool.summary is not None and tool.summary.chunks_embedded == 0
+
+    changed = root / "docs" / next(iter(docs))
+    changed.write_text(changed.read_text() + "\nOne more paragraph about a late change.\n")
+    tool = reload_tool(root)
+    started = time.perf_counter()
+    tool.initialize_sync()
+    out["rerun_one_changed_s"] = round(time.perf_counter() - started, 3)
+    assert tool.summary is not None and tool.summary.changed == 1
+
+    tool.find("warm up the model")
+    latencies = []
+    for q in range(args.queries):
+        query = f"which component handles {TOPICS[q % len(TOPICS)]} for team {q % 50}?"
+        started = time.perf_counter()
+        tool.find(query)
+        latencies.append((time.perf_counter() - started) * 1000)
+    out.update(
+        search_p50_ms=round(percentile(latencies, 50), 1),
+        search_p95_ms=round(percentile(latencies, 95), 1),
+        peak_rss_mb=round(peak_rss_mb(), 1),
+    )
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

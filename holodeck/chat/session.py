@@ -1,0 +1,295 @@
+"""The chat loop: a terminal REPL, or one message per input line when not on a terminal.
+
+On a terminal: prompt_toolkit for line editing and history, answers streamed as rich
+Markdown, Ctrl-C stops the answer in progress and returns to the prompt. Otherwise (pipes,
+scripts): each input line is a message, answers go to stdout as plain text, tool lines and
+errors to stderr, and the exit code is 3 if any message failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.status import Status
+from rich.text import Text
+
+from holodeck.agent.loop import Agent, ToolCallRecord, TurnResult
+from holodeck.chat.render import (
+    EXIT_WORDS,
+    banner,
+    help_text,
+    sources_text,
+    tool_line,
+    tools_text,
+)
+from holodeck.config.loader import home_dir
+from holodeck.errors import HoloDeckError, LLMError
+
+if TYPE_CHECKING:
+    from prompt_toolkit.history import History
+
+log = logging.getLogger("holodeck.chat")
+
+HISTORY_FILE = Path(".holodeck") / "chat_history"
+
+
+class ChatSession:
+    """One conversation with ``agent`` until /exit or end of input."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        interactive: bool,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.agent = agent
+        self.interactive = interactive
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+        self.console = Console(file=self.stdout, highlight=False)
+        self.last_calls: list[ToolCallRecord] = []
+        self.failures = 0
+
+    async def run(self) -> int:
+        """Chat until the user leaves; the exit code (line mode: 3 if any message failed)."""
+        self._info(banner(self.agent))
+        if self.interactive:
+            await self._run_terminal()
+            return 0
+        while True:
+            line = self.stdin.readline()
+            if not line:
+                break
+            if not await self.handle(line):
+                break
+        return LLMError.exit_code if self.failures else 0
+
+    async def handle(self, line: str) -> bool:
+        """One input line: a command or a message. False when the session should end."""
+        text = line.strip()
+        if not text:
+            return True
+        lowered = text.lower()
+        if lowered in EXIT_WORDS:
+            return False
+        if text.startswith("/"):
+            self._command(lowered.split()[0])
+            return True
+        if self.interactive:
+            await self._answer_cancellable(text)
+        else:
+            await self._answer(text)
+        return True
+
+    # -- commands ----------------------------------------------------------------------
+
+    def _command(self, name: str) -> None:
+        if name == "/help":
+            self._show(help_text())
+        elif name == "/tools":
+            self._show(tools_text(self.agent))
+        elif name == "/sources":
+            self._show(sources_text(self.last_calls))
+        elif name == "/clear":
+            self.agent.reset()
+            self.last_calls = []
+            self._info("Conversation cleared.")
+        else:
+            self._info(f"Unknown command {name}; /help lists the commands.")
+
+    # -- answering ---------------------------------------------------------------------
+
+    async def _answer(self, message: str) -> TurnResult | None:
+        """Run one turn, showing tool calls and the answer; an error is one line."""
+        out: _TerminalOutput | _PlainOutput = (
+            _TerminalOutput(self.console)
+            if self.interactive
+            else _PlainOutput(self.stdout, self.stderr)
+        )
+        try:
+            with out:
+                result = await self.agent.run_turn(
+                    message,
+                    on_text=None if self.agent.retrieval_only else out.text,
+                    on_tool=lambda record: out.tool(tool_line(record)),
+                )
+        except HoloDeckError as exc:
+            self.failures += 1
+            self._error(str(exc))
+            return None
+        self.last_calls = result.tool_calls
+        if self.agent.retrieval_only:
+            out.results(result.answer)
+        out.finish()
+        return result
+
+    async def _answer_cancellable(self, message: str) -> None:
+        """``_answer`` as a task that Ctrl-C cancels, leaving the session running."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(self._answer(message))
+        installed = False
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows
+            loop.add_signal_handler(signal.SIGINT, task.cancel)
+            installed = True
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+            self.console.print("[dim](answer interrupted)[/dim]")
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)
+
+    # -- terminal ----------------------------------------------------------------------
+
+    async def _run_terminal(self) -> None:
+        from prompt_toolkit import PromptSession
+
+        session: PromptSession[str] = PromptSession(history=_history())
+        while True:
+            try:
+                line = await session.prompt_async("> ")
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line
+            except EOFError:
+                break  # Ctrl-D
+            if not await self.handle(line):
+                break
+
+    # -- output helpers ----------------------------------------------------------------
+
+    def _show(self, text: str) -> None:
+        """Command output: on stdout in both modes (it is what the user asked for)."""
+        if self.interactive:
+            self.console.print(Text(text))
+        else:
+            print(text, file=self.stdout, flush=True)
+
+    def _info(self, text: str) -> None:
+        """Status lines: dim on the terminal, stderr in line mode."""
+        if self.interactive:
+            self.console.print(Text(text, style="dim"))
+        else:
+            print(text, file=self.stderr, flush=True)
+
+    def _error(self, text: str) -> None:
+        if self.interactive:
+            self.console.print(Text(f"Error: {text}", style="bold red"))
+        else:
+            print(f"Error: {text}", file=self.stderr, flush=True)
+
+
+def _history() -> History:
+    """Input history kept across sessions in ``~/.holodeck/chat_history``."""
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    path = home_dir() / HISTORY_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+    except OSError as exc:
+        log.warning("Input history not saved: cannot write %s (%s)", path, exc)
+        return InMemoryHistory()
+    return FileHistory(str(path))
+
+
+class _PlainOutput:
+    """Line mode: answer text straight to stdout as it arrives, tool lines to stderr."""
+
+    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.wrote = False
+
+    def __enter__(self) -> _PlainOutput:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def text(self, chunk: str) -> None:
+        self.stdout.write(chunk)
+        self.stdout.flush()
+        self.wrote = True
+
+    def tool(self, line: str) -> None:
+        if self.wrote:
+            self.stdout.write("\n")
+            self.wrote = False
+        print(f"[search] {line}", file=self.stderr, flush=True)
+
+    def results(self, answer: str) -> None:
+        self.stdout.write(answer)
+        self.wrote = True
+
+    def finish(self) -> None:
+        self.stdout.write("\n\n" if self.wrote else "\n")
+        self.stdout.flush()
+
+
+class _TerminalOutput:
+    """Terminal: a spinner while waiting, Markdown re-rendered live as text streams in."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.buffer = ""
+        self.live: Live | None = None
+        self.status: Status | None = None
+
+    def __enter__(self) -> _TerminalOutput:
+        self._wait()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _wait(self) -> None:
+        self._stop()
+        self.status = self.console.status("thinking…", spinner="dots")
+        self.status.start()
+
+    def _stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    def text(self, chunk: str) -> None:
+        if self.live is None:
+            self._stop()
+            self.buffer = ""
+            self.live = Live(
+                console=self.console, refresh_per_second=12, vertical_overflow="visible"
+            )
+            self.live.start()
+        self.buffer += chunk
+        self.live.update(Markdown(self.buffer))
+
+    def tool(self, line: str) -> None:
+        self._stop()
+        self.console.print(Text(f"  ⌕ {line}", style="cyan"))
+        self._wait()
+
+    def results(self, answer: str) -> None:
+        self._stop()
+        self.console.print(Text(answer))
+
+    def finish(self) -> None:
+        self._stop()
+        self.console.print()

@@ -1,0 +1,74 @@
+"""``holodeck chat``: talk to the agent, which searches its knowledge bases to answer."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from holodeck.cli.ingest_cmd import initialize_tools
+from holodeck.cli.options import agent_argument, agent_option, agent_path
+from holodeck.config.loader import load_project
+from holodeck.tools.vectorstore_tool import build_tools
+
+if TYPE_CHECKING:
+    from holodeck.agent.loop import Agent
+
+#: Same as holodeck.agent.loop.DEFAULT_MAX_TOOL_ROUNDS (not imported: openai loads slowly).
+DEFAULT_MAX_TOOL_ROUNDS = 5
+
+
+@click.command()
+@agent_argument
+@agent_option
+@click.option("--force-ingest", is_flag=True, help="Re-ingest every file before chatting.")
+@click.option(
+    "--max-tool-rounds",
+    type=click.IntRange(1, 50),
+    default=DEFAULT_MAX_TOOL_ROUNDS,
+    show_default=True,
+    help="Rounds of tool calls the LLM may make per message.",
+)
+@click.pass_context
+def chat(
+    ctx: click.Context,
+    agent_arg: str | None,
+    agent_opt: str | None,
+    force_ingest: bool,
+    max_tool_rounds: int,
+) -> None:
+    """Chat with the agent (retrieval-only when agent.yaml has no model:).
+
+    On a terminal: line editing, history, /help for commands. Piped: each input line is one
+    message and each answer is printed as plain text.
+    """
+    from holodeck.agent.loop import Agent  # imports openai: only when chatting
+
+    project = load_project(agent_path(agent_opt, agent_arg))
+    tools = build_tools(project)
+    if not tools and project.agent.model is None:
+        raise click.UsageError(
+            f"{project.agent_path.name} has neither a model: nor vectorstore tools: "
+            "there is nothing to chat with"
+        )
+    agent = Agent.from_project(project, tools, max_tool_rounds)  # a missing key fails here
+    quiet = bool(ctx.obj.get("quiet"))
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    try:
+        initialize_tools(tools, force_ingest, quiet)
+        code = asyncio.run(_chat(agent, interactive))
+    finally:
+        for tool in tools:
+            tool.close()
+    ctx.exit(code)
+
+
+async def _chat(agent: Agent, interactive: bool) -> int:
+    from holodeck.chat.session import ChatSession
+
+    try:
+        return await ChatSession(agent, interactive=interactive).run()
+    finally:
+        await agent.close()

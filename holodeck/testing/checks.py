@@ -1,0 +1,188 @@
+"""The checks of one test case, each a pass or a fail with the reason a person reads in CI.
+
+Plain functions of what a case produced (tool calls, retrieved chunks, the answer); only the
+ground_truth check needs a model, and it gets the tool's embedder handed in.
+
+- ``expected_tools``: every named tool was called; with ``args``, one call of that tool
+  passes every argument check (substring, case-insensitive, or ``regex``).
+- ``expected_sources``: every file is among the results of some call, matched against the
+  result's path relative to the project root or to the tool's source.
+- ``expected_content``: every substring is in the text checked (case and runs of
+  whitespace ignored): the retrieved chunks, or the answer when an LLM answers.
+- ``ground_truth``: cosine similarity of the embedded ground truth and the answer (LLM), or
+  the best similarity with any passage (sentence, list item, table row) of the retrieved
+  chunks (retrieval-only), at least the threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from holodeck.agent.loop import ToolCallRecord
+from holodeck.config.models import ExpectedTool
+from holodeck.embeddings.base import Embedder
+
+#: How many retrieved sources a failure reason lists.
+SHOWN_SOURCES = 5
+
+
+@dataclass
+class Check:
+    """The outcome of one kind of check on one case."""
+
+    kind: str  # expected_tools | expected_sources | expected_content | ground_truth
+    passed: bool
+    detail: str
+    score: float | None = None
+    threshold: float | None = None
+
+    def line(self) -> str:
+        """``kind: detail``, as reasons and reports show it."""
+        return f"{self.kind}: {self.detail}"
+
+
+def check_tools(expected: Sequence[ExpectedTool], calls: Sequence[ToolCallRecord]) -> Check:
+    """Every expected tool was called, with arguments that pass its ``args`` checks."""
+    problems: list[str] = []
+    for want in expected:
+        made = [c for c in calls if c.tool == want.name]
+        if not made:
+            problems.append(f"{want.name} was not called")
+            continue
+        if not want.args:
+            continue
+        if not any(
+            all(match.matches(call.arguments.get(arg)) for arg, match in want.args.items())
+            for call in made
+        ):
+            wanted = " and ".join(f"{arg} {m.describe()}" for arg, m in want.args.items())
+            problems.append(f"no {want.name} call with {wanted}")
+    if problems:
+        return Check("expected_tools", False, "; ".join(problems) + f" ({describe_calls(calls)})")
+    return Check("expected_tools", True, describe_calls(calls))
+
+
+def describe_calls(calls: Sequence[ToolCallRecord]) -> str:
+    """``calls: kb(query='...'), ...`` or ``no tool was called``."""
+    if not calls:
+        return "no tool was called"
+    shown = ", ".join(f"{c.tool}(query={_short(c.query or '')!r})" for c in calls)
+    return f"calls: {shown}"
+
+
+def normalize_source(path: str) -> str:
+    """A source as written in a case, compared as a POSIX path without a leading ``./``."""
+    out = path.strip().replace("\\", "/")
+    while out.startswith("./"):
+        out = out[2:]
+    return out
+
+
+def source_ranks(expected: Sequence[str], calls: Sequence[ToolCallRecord]) -> dict[str, int | None]:
+    """The best rank each expected source reached in any call (None: not retrieved)."""
+    ranks: dict[str, int | None] = {}
+    for source in expected:
+        want = normalize_source(source)
+        found = [
+            r.rank for call in calls for r in call.results if want in (r.source_path, r.doc_id)
+        ]
+        ranks[source] = min(found) if found else None
+    return ranks
+
+
+def check_sources(
+    ranks: dict[str, int | None],
+    calls: Sequence[ToolCallRecord],
+    exists: Callable[[str], bool],
+) -> Check:
+    """Every expected source was retrieved; a missing one says whether the file exists."""
+    missing = [s for s, r in ranks.items() if r is None]
+    if not missing:
+        found = ", ".join(f"{s} at rank {r}" for s, r in ranks.items())
+        return Check("expected_sources", True, found)
+    named = ", ".join(s if exists(s) else f"{s} (no such file)" for s in missing)
+    retrieved = _retrieved_sources(calls)
+    got = f"retrieved: {', '.join(retrieved)}" if retrieved else "nothing was retrieved"
+    return Check("expected_sources", False, f"not retrieved: {named}; {got}")
+
+
+def _retrieved_sources(calls: Sequence[ToolCallRecord]) -> list[str]:
+    """Distinct retrieved files, best rank first, for a failure reason."""
+    best: dict[str, int] = {}
+    for call in calls:
+        for r in call.results:
+            best[r.source_path] = min(r.rank, best.get(r.source_path, r.rank))
+    ordered = sorted(best, key=lambda s: best[s])
+    shown = [f"{s} (#{best[s]})" for s in ordered[:SHOWN_SOURCES]]
+    if len(ordered) > SHOWN_SOURCES:
+        shown.append(f"{len(ordered) - SHOWN_SOURCES} more")
+    return shown
+
+
+def check_content(expected: Sequence[str], text: str, where: str) -> Check:
+    """Every substring appears in ``text`` (case and whitespace runs ignored)."""
+    haystack = _fold(text)
+    missing = [s for s in expected if _fold(s) not in haystack]
+    if missing:
+        shown = ", ".join(repr(s) for s in missing)
+        return Check("expected_content", False, f"not in {where}: {shown}")
+    return Check("expected_content", True, f"{len(expected)} found in {where}")
+
+
+def check_ground_truth(score: float, threshold: float, against: str) -> Check:
+    """Similarity at least ``threshold``; the score is reported either way."""
+    passed = score >= threshold
+    sign = ">=" if passed else "<"
+    detail = f"similarity {score:.2f} {sign} {threshold:.2f} ({against})"
+    return Check("ground_truth", passed, detail, score=score, threshold=threshold)
+
+
+def best_similarity(embedder: Embedder, ground_truth: str, texts: Sequence[str]) -> float:
+    """Highest cosine similarity of ``ground_truth`` with any of ``texts`` (0 for none)."""
+    if not texts:
+        return 0.0
+    vectors = np.asarray(embedder.embed([ground_truth, *texts]), dtype=np.float32)
+    return float(np.max(vectors[1:] @ vectors[0]))
+
+
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_OWN_LINE = re.compile(r"^\s*(?:[-*+|#>]|\d+[.)]\s|`{3})")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"\w+")
+
+
+def passages(text: str) -> list[str]:
+    """Sentences, list items, table rows and headings of ``text``, in order, each once.
+
+    Wrapped prose lines are joined first, so a sentence broken over lines stays whole.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for block in _PARAGRAPH.split(text):
+        segments: list[str] = []
+        for line in block.splitlines():
+            if not line.strip():
+                continue
+            if _OWN_LINE.match(line) or not segments:
+                segments.append(line.strip())
+            else:
+                segments[-1] += " " + line.strip()
+        for segment in segments:
+            for sentence in _SENTENCE_END.split(segment):
+                sentence = " ".join(sentence.split())
+                if len(_WORD.findall(sentence)) >= 2 and sentence not in seen:
+                    seen.add(sentence)
+                    out.append(sentence)
+    return out
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
