@@ -27,11 +27,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # for redis_server
 
-from redis_server import RedisServer  # noqa: E402
+from redis_server import RedisServer
 
-from holodeck.vectorstore.adapters.redis import RedisIndexAdapter  # noqa: E402
-from holodeck.vectorstore.records import ChunkRecord, IndexInfo, chunk_id_for  # noqa: E402
-from holodeck.vectorstore.store import VectorStore  # noqa: E402
+from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+from holodeck.vectorstore.records import ChunkRecord, IndexInfo, chunk_id_for
+from holodeck.vectorstore.store import VectorStore
 
 TENANT, LIBRARY, MODEL = "bench", "lib", "bench-model"
 CONTENT = ("Redis vector search benchmark chunk text. " * 40)[:1500]  # ~ a 300-token chunk

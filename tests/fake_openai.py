@@ -39,11 +39,13 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+import pytest
 
 
 @dataclass
@@ -87,9 +89,10 @@ def error(status: int, message: str = "", headers: dict[str, str] | None = None)
     )
 
 
-def vectors(dimensions: int) -> Reply:
-    """Embeddings of ``dimensions`` length for one request (to provoke a length mismatch)."""
-    return Reply("vectors", dimensions=dimensions)
+def vectors(dimensions: int, zero: bool = False) -> Reply:
+    """Embeddings of ``dimensions`` length for one request (a length mismatch); ``zero``:
+    all-zero vectors (a broken server)."""
+    return Reply("vectors", dimensions=dimensions, content="zero" if zero else "")
 
 
 @dataclass
@@ -97,8 +100,9 @@ class Recorded:
     """One request the server received."""
 
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # lower-case names
     body: dict[str, Any]
+    query: str = ""  # the URL's query string (Azure's api-version)
     status: int = 0  # what the server answered
 
 
@@ -166,6 +170,13 @@ class FakeOpenAI:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def reset(self) -> None:
+        """Forget scripted replies and recorded requests (a server shared by several tests)."""
+        self.chat = Script()
+        self.embeddings = Script()
+        with self._lock:
+            self.requests.clear()
+
     def chat_requests(self) -> list[dict[str, Any]]:
         """Bodies of the chat requests received, oldest first."""
         return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
@@ -192,8 +203,9 @@ class FakeOpenAI:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
-                path = self.path.split("?", 1)[0]
-                record = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body)
+                path, _, query = self.path.partition("?")
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                record = Recorded(path, headers, body, query)
                 with server._lock:
                     server.requests.append(record)
                 if path.endswith("/chat/completions"):
@@ -333,6 +345,8 @@ class FakeOpenAI:
         data = []
         for i, item in enumerate(inputs):
             vec = unit_vector(str(item), dims)
+            if reply is not None and reply.content == "zero":
+                vec = [0.0] * dims
             if body.get("encoding_format") == "base64":
                 emb: Any = base64.b64encode(np.asarray(vec, dtype=np.float32).tobytes()).decode()
             else:
@@ -345,3 +359,10 @@ class FakeOpenAI:
             200,
             {"object": "list", "data": data, "model": body.get("model"), "usage": usage},
         )
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A started server, stopped after the test (import it into a conftest to use it)."""
+    with FakeOpenAI() as server:
+        yield server

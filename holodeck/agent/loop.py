@@ -173,7 +173,8 @@ class Agent:
             self.messages.append(assistant)
             if not requested or not allow_tools:
                 if requested:  # the server ignored tool_choice="none"
-                    text += f"\n\n(stopped after {self.max_tool_rounds} rounds of tool calls)"
+                    note = f"(stopped after {self.max_tool_rounds} rounds of tool calls)"
+                    text = f"{text}\n\n{note}" if text else note
                 return text, calls, rounds
             records = await asyncio.gather(
                 *(self._call(call_id, name, args, on_tool) for call_id, name, args in requested)

@@ -176,6 +176,7 @@ class TestRunner:
                 return result
 
         try:
+            await asyncio.to_thread(self._warm_up)
             results = await asyncio.gather(*(one(i, case) for i, case in enumerate(cases, start=1)))
         finally:
             if self._agent is not None:
@@ -192,6 +193,15 @@ class TestRunner:
             results=list(results),
             top_k=top_ks.pop() if len(top_ks) == 1 else None,
         )
+
+    def _warm_up(self) -> None:
+        """Load each embedding model now, so the first case's latency is not the model's load."""
+        seen: set[int] = set()
+        for tool in self.tools:
+            embedder = tool.embedder
+            if id(embedder) not in seen:
+                seen.add(id(embedder))
+                embedder.embed(["warm-up"])
 
     async def run_case(self, index: int, case: TestCase) -> CaseResult:
         """One case; any exception makes it an error with the exception's one line."""

@@ -116,7 +116,13 @@ class RedisIndexAdapter:
             raise ConfigError(f"invalid Redis URL {self.url}: {redact(str(exc))}") from None
         self._move = self._client.register_script(_MOVE_SCRIPT)
         with self._guard():
-            self._client.ping()
+            try:
+                self._client.ping()
+            except redis.exceptions.AuthenticationError as exc:  # reachable, wrong credentials
+                raise ConfigError(
+                    f"Redis at {self.url} refused the login ({redact(str(exc))}): check the "
+                    f"user and password in the connection string"
+                ) from None
             try:
                 self._client.execute_command("FT._LIST")
             except redis.exceptions.ResponseError as exc:

@@ -1,0 +1,250 @@
+"""``holodeck test``: run the test cases and tell CI, by exit code and reports, what broke.
+
+Exit codes: 0 every case passed, 1 a case failed, 2 a configuration mistake, 3 a case errored
+or ingestion failed. Live lines, the table and the summary go to stdout; ingestion progress
+goes to stderr like every other command's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.status import Status
+from rich.table import Table
+from rich.text import Text
+
+from holodeck.cli.ingest_cmd import initialize_tools
+from holodeck.cli.options import agent_argument, agent_option, agent_path
+from holodeck.config.loader import load_project
+from holodeck.config.models import TestCase
+from holodeck.errors import ConfigError
+from holodeck.testing.cases import load_cases, select_cases
+from holodeck.testing.reports import FORMATS, report_format, write_junit, write_report
+from holodeck.testing.runner import CaseResult, SuiteResult, TestRunner
+from holodeck.tools.vectorstore_tool import build_tools
+
+_LABEL = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+_STYLE = {"passed": "green", "failed": "red", "error": "bold red"}
+_NAME_WIDTH = 40
+
+
+@click.command("test")
+@agent_argument
+@agent_option
+@click.option("--force-ingest", is_flag=True, help="Re-ingest every file before testing.")
+@click.option(
+    "-k",
+    "keywords",
+    multiple=True,
+    metavar="PATTERN",
+    help="Only cases whose name contains PATTERN (or matches it as a glob); repeatable.",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N cases.")
+@click.option(
+    "--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Cases at once."
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a report: .json or .md (Markdown).",
+)
+@click.option(
+    "--format",
+    "report_fmt",
+    type=click.Choice(sorted(FORMATS), case_sensitive=False),
+    default=None,
+    help="Report format, whatever the extension.",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write JUnit XML for CI.",
+)
+@click.pass_context
+def test(
+    ctx: click.Context,
+    agent_arg: str | None,
+    agent_opt: str | None,
+    force_ingest: bool,
+    keywords: tuple[str, ...],
+    limit: int | None,
+    parallel: int,
+    report_path: Path | None,
+    report_fmt: str | None,
+    junit_path: Path | None,
+) -> None:
+    """Run the agent's test cases (ingesting whatever changed first)."""
+    if report_fmt and report_path is None:
+        raise click.UsageError("--format needs --report PATH")
+    project = load_project(agent_path(agent_opt, agent_arg))
+    cases = select_cases(load_cases(project), keywords, limit)
+    fmt = report_format(report_path, report_fmt) if report_path else None
+    tools = build_tools(project)
+    if not tools and project.agent.model is None:
+        raise ConfigError(
+            f"{project.display(project.agent_path)}: no vectorstore tools and no model: there "
+            "is nothing to test; add a tool to tools: (or a model:)"
+        )
+    quiet = bool(ctx.obj.get("quiet"))
+    out = _Output(Console(highlight=False, soft_wrap=True), cases, quiet)
+    try:
+        runner = TestRunner(project, tools, parallel, on_start=out.started, on_done=out.done)
+        initialize_tools(tools, force_ingest, quiet)
+        out.header(runner.mode, project.agent.model.name if project.agent.model else None)
+        with out.spinner():
+            suite = asyncio.run(runner.run(cases))
+    finally:
+        for tool in tools:
+            tool.close()
+    out.table(suite)
+    out.summary(suite)
+    if report_path is not None and fmt is not None:
+        write_report(suite, report_path, fmt)
+        out.note(f"Report: {report_path}")
+    if junit_path is not None:
+        write_junit(suite, junit_path)
+        out.note(f"JUnit: {junit_path}")
+    ctx.exit(suite.exit_code)
+
+
+class _Output:
+    """What a person (or a CI log) sees while and after the cases run."""
+
+    def __init__(self, console: Console, cases: list[TestCase], quiet: bool) -> None:
+        self.console = console
+        self.quiet = quiet
+        self.total = len(cases)
+        self.width = min(_NAME_WIDTH, max(len(c.name) for c in cases))
+        self.running: dict[int, str] = {}
+        self.finished = 0
+        self.status: Status | None = None
+
+    def header(self, mode: str, model: str | None) -> None:
+        if self.quiet:
+            return
+        how = f"with {model}" if model else "retrieval-only: no model: configured"
+        plural = "case" if self.total == 1 else "cases"
+        self.console.print(f"Running {self.total} test {plural} ({how})")
+
+    @contextmanager
+    def spinner(self) -> Iterator[None]:
+        """A spinner naming the running cases, on a terminal only (CI logs get lines)."""
+        if not self.console.is_terminal or self.quiet:
+            yield
+            return
+        with self.console.status("starting", spinner="dots") as status:
+            self.status = status
+            try:
+                yield
+            finally:
+                self.status = None
+
+    def started(self, index: int, case: TestCase) -> None:
+        self.running[index] = case.name
+        self._refresh()
+
+    def done(self, result: CaseResult) -> None:
+        self.running.pop(result.index, None)
+        self.finished += 1
+        self._refresh()
+        if self.quiet and result.status == "passed":
+            return
+        line = Text()
+        line.append(f"{_LABEL[result.status]:<5}", style=_STYLE[result.status])
+        line.append(f" {_clip(result.case.name, self.width):<{self.width}}")
+        line.append(f" {result.latency:6.2f} s")
+        if result.reason:
+            line.append(f"  {result.reason}", style=None if result.status == "passed" else "dim")
+        self.console.print(line)
+
+    def _refresh(self) -> None:
+        if self.status is None:
+            return
+        names = ", ".join(self.running.values())
+        self.status.update(f"[{self.finished}/{self.total}] running {names}")
+
+    def table(self, suite: SuiteResult) -> None:
+        if self.quiet:
+            return
+        table = Table(
+            title="Results (rank: best rank of an expected source; gt sim: ground_truth "
+            "similarity)",
+            title_justify="left",
+        )
+        for name, justify in (
+            ("#", "right"),
+            ("case", "left"),
+            ("result", "left"),
+            ("rank", "right"),
+            ("gt sim", "right"),
+            ("latency", "right"),
+            ("failed", "left"),
+        ):
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for r in suite.results:
+            if r.case.expected_sources:
+                first = str(r.first_rank) if r.first_rank is not None else "-"
+            else:
+                first = ""
+            score = r.ground_truth_score
+            table.add_row(
+                str(r.index),
+                r.case.name,
+                Text(_LABEL[r.status], style=_STYLE[r.status]),
+                first,
+                f"{score:.2f}" if score is not None else "",
+                f"{r.latency:.2f} s",
+                _failed_checks(r),
+            )
+        self.console.print(table)
+
+    def summary(self, suite: SuiteResult) -> None:
+        rate = suite.pass_rate
+        style = "green" if suite.exit_code == 0 else "red"
+        self.console.print(
+            Text(
+                f"{len(suite.results)} cases: {suite.passed} passed, {suite.failed} failed, "
+                f"{suite.errors} errors (pass rate {rate * 100 if rate is not None else 0:.1f}%) "
+                f"in {suite.seconds:.2f} s",
+                style=style,
+            )
+        )
+        retrieval = suite.retrieval
+        if retrieval.cases:
+            k = suite.top_k or "top_k"
+            self.console.print(
+                f"Retrieval over {retrieval.cases} cases with expected_sources: "
+                f"hit rate@{k} {_fmt(retrieval.hit_rate)}, MRR {_fmt(retrieval.mrr)}, "
+                f"recall {_fmt(retrieval.recall)}"
+            )
+        p50, p95 = suite.latency(50), suite.latency(95)
+        if p50 is not None and p95 is not None:
+            self.console.print(f"Latency: p50 {p50:.2f} s, p95 {p95:.2f} s")
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(text)
+
+
+def _failed_checks(result: CaseResult) -> str:
+    """The table's short reason: the failing checks, or the error's type (lines say more)."""
+    if result.status == "error":
+        return f"error: {result.error_type}"
+    return ", ".join(c.kind.removeprefix("expected_") for c in result.checks if not c.passed)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
