@@ -74,7 +74,7 @@ def connection_for(model: ModelConfig, env: Mapping[str, str]) -> Connection:
         return Connection(provider, endpoint, key, variable, version)
     base = model.endpoint or DEFAULT_OPENAI_ENDPOINT
     if not key:
-        if not model.endpoint:
+        if base.startswith(DEFAULT_OPENAI_ENDPOINT):
             raise ConfigError(_missing_key(provider, variable))
         # A self-hosted OpenAI-compatible server often needs no key; the client needs one.
         key = "none"

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("holodeck.chat")
 
 HISTORY_FILE = Path(".holodeck") / "chat_history"
+PROMPT = "you> "
 
 
 class ChatSession:
@@ -162,7 +163,7 @@ class ChatSession:
         session: PromptSession[str] = PromptSession(history=_history())
         while True:
             try:
-                line = await session.prompt_async("> ")
+                line = await session.prompt_async(PROMPT)
             except KeyboardInterrupt:
                 continue  # Ctrl-C at the prompt clears the line
             except EOFError:

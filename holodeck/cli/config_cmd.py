@@ -12,6 +12,10 @@ from holodeck.config.loader import Project, ResolvedTool, load_project
 from holodeck.config.models import AgentConfig
 from holodeck.embeddings.catalog import effective_chunk_size, facts
 from holodeck.redact import redact_url
+from holodeck.vectorstore.factory import probe
+
+#: Seconds ``config show`` waits for a Redis to answer before it reports the fallback.
+PROBE_TIMEOUT = 2.0
 
 
 @click.group()
@@ -46,8 +50,14 @@ def agent_schema() -> dict[str, Any]:
     return out
 
 
-def describe_tool(project: Project, tool: ResolvedTool) -> dict[str, Any]:
-    """One tool's resolved settings, as plain JSON-able values (passwords redacted)."""
+def describe_tool(
+    project: Project, tool: ResolvedTool, in_use: str | None = None
+) -> dict[str, Any]:
+    """One tool's resolved settings, as plain JSON-able values (passwords redacted).
+
+    ``in_use`` is the store the tool would really use now (``probe``), since an unreachable
+    Redis means the embedded fallback; probed here when not given.
+    """
     cfg = tool.config
     db = tool.database
     if db is None:
@@ -78,12 +88,17 @@ def describe_tool(project: Project, tool: ResolvedTool) -> dict[str, Any]:
         "chunk_overlap": cfg.chunk_overlap,
         "top_k": cfg.top_k,
         "min_similarity_score": cfg.min_similarity_score,
+        "in_use": in_use if in_use is not None else probe(db, PROBE_TIMEOUT),
     }
 
 
 def describe_project(project: Project) -> dict[str, Any]:
     """The whole resolved configuration as plain values."""
     model = project.agent.model
+    probed: dict[str, str] = {}  # one probe per server, however many tools share it
+    for tool in project.tools:
+        if tool.database and tool.database.connection_string not in probed:
+            probed[tool.database.connection_string] = probe(tool.database, PROBE_TIMEOUT)
     return {
         "agent_file": str(project.agent_path),
         "project_root": str(project.root),
@@ -97,7 +112,12 @@ def describe_project(project: Project) -> dict[str, Any]:
             "endpoint": redact_url(model.endpoint) if model.endpoint else None,
             "api_key": "***" if model.api_key else None,
         },
-        "tools": [describe_tool(project, t) for t in project.tools],
+        "tools": [
+            describe_tool(
+                project, t, probed[t.database.connection_string] if t.database else "local"
+            )
+            for t in project.tools
+        ],
     }
 
 
@@ -132,6 +152,7 @@ def render_text(data: dict[str, Any]) -> str:
             f"  source:          {tool['source']}",
             f"  database:        {where}",
             f"  from:            {db['origin']}",
+            f"  in use:          {tool['in_use']}",
             f"  embedding model: {tool['embedding_model']}{dims}",
             f"  chunk size:      {size}",
             f"  chunk overlap:   {tool['chunk_overlap']} tokens",

@@ -65,12 +65,13 @@ def cli(ctx: click.Context, verbose: bool, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from holodeck.cli import chat_cmd, config_cmd, ingest_cmd, search_cmd, test_cmd
+    from holodeck.cli import chat_cmd, config_cmd, ingest_cmd, search_cmd, store_cmd, test_cmd
 
     cli.add_command(chat_cmd.chat)
     cli.add_command(config_cmd.config)
     cli.add_command(ingest_cmd.ingest)
     cli.add_command(search_cmd.search)
+    cli.add_command(store_cmd.store)
     cli.add_command(test_cmd.test)
 
 

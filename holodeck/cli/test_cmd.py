@@ -44,9 +44,16 @@ _NAME_WIDTH = 40
     metavar="PATTERN",
     help="Only cases whose name contains PATTERN (or matches it as a glob); repeatable.",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N cases.")
 @click.option(
-    "--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Cases at once."
+    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="Run the first N cases."
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Run N cases at once.",
 )
 @click.option(
     "--report",
@@ -82,7 +89,11 @@ def test(
     report_fmt: str | None,
     junit_path: Path | None,
 ) -> None:
-    """Run the agent's test cases (ingesting whatever changed first)."""
+    """Run the agent's test cases (ingesting whatever changed first).
+
+    Exit codes: 0 all passed, 1 a case failed, 2 a configuration mistake, 3 a case errored
+    (LLM unreachable, Redis lost) or ingestion failed.
+    """
     if report_fmt and report_path is None:
         raise click.UsageError("--format needs --report PATH")
     project = load_project(agent_path(agent_opt, agent_arg))
@@ -131,9 +142,8 @@ class _Output:
     def header(self, mode: str, model: str | None) -> None:
         if self.quiet:
             return
-        how = f"with {model}" if model else "retrieval-only: no model: configured"
-        plural = "case" if self.total == 1 else "cases"
-        self.console.print(f"Running {self.total} test {plural} ({how})")
+        how = f"with {model}" if model else "retrieval-only: agent.yaml has no model"
+        self.console.print(f"Running {_plural(self.total, 'test case')} ({how})")
 
     @contextmanager
     def spinner(self) -> Iterator[None]:
@@ -208,13 +218,13 @@ class _Output:
         self.console.print(table)
 
     def summary(self, suite: SuiteResult) -> None:
-        rate = suite.pass_rate
+        rate = (suite.pass_rate or 0.0) * 100
         style = "green" if suite.exit_code == 0 else "red"
         self.console.print(
             Text(
-                f"{len(suite.results)} cases: {suite.passed} passed, {suite.failed} failed, "
-                f"{suite.errors} errors (pass rate {rate * 100 if rate is not None else 0:.1f}%) "
-                f"in {suite.seconds:.2f} s",
+                f"{_plural(len(suite.results), 'case')}: {suite.passed} passed, "
+                f"{suite.failed} failed, {_plural(suite.errors, 'error')} "
+                f"(pass rate {rate:.1f}%) in {suite.seconds:.2f} s",
                 style=style,
             )
         )
@@ -222,7 +232,7 @@ class _Output:
         if retrieval.cases:
             k = suite.top_k or "top_k"
             self.console.print(
-                f"Retrieval over {retrieval.cases} cases with expected_sources: "
+                f"Retrieval over {_plural(retrieval.cases, 'case')} with expected_sources: "
                 f"hit rate@{k} {_fmt(retrieval.hit_rate)}, MRR {_fmt(retrieval.mrr)}, "
                 f"recall {_fmt(retrieval.recall)}"
             )
@@ -240,6 +250,10 @@ def _failed_checks(result: CaseResult) -> str:
     if result.status == "error":
         return f"error: {result.error_type}"
     return ", ".join(c.kind.removeprefix("expected_") for c in result.checks if not c.passed)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _clip(text: str, width: int) -> str:

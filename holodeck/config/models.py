@@ -19,6 +19,8 @@ OPENAI_EMBEDDING_MODELS = (
 )
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
+#: An index name prefixes every Redis key of the index, so it stays a plain word.
+_INDEX_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class StrictModel(BaseModel):
@@ -43,6 +45,15 @@ class DatabaseConfig(StrictModel):
     def _redis_url(cls, value: str) -> str:
         if not value.startswith(("redis://", "rediss://")):
             raise ValueError("must be a Redis URL starting with redis:// or rediss://")
+        return value
+
+    @field_validator("index_name")
+    @classmethod
+    def _index_name(cls, value: str) -> str:
+        if not _INDEX_NAME_RE.match(value):
+            raise ValueError(
+                "may only hold letters, digits, '_', '.' and '-' (it prefixes the Redis keys)"
+            )
         return value
 
 

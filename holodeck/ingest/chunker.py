@@ -46,7 +46,9 @@ def chunk_text(
 ) -> list[Chunk]:
     """Chunks of ``text`` of at most ``chunk_size`` tokens (special tokens included).
 
-    Successive chunks share about ``chunk_overlap`` tokens (never more), starting at a word.
+    Successive chunks share up to ``chunk_overlap`` tokens: the next chunk starts at the
+    first word that begins at most that many tokens before the previous chunk's end.
+    Raises ``ConfigError`` if the overlap leaves no room for new text.
     """
     budget = chunk_size - counter.special_tokens
     if budget < 1:

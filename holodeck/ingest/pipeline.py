@@ -107,6 +107,7 @@ class _Pending:
     digest: str
     records: list[ChunkRecord]
     missing: list[int]  # indexes into records that still need a vector
+    is_new: bool
 
 
 def ingest_library(
@@ -147,18 +148,18 @@ def _check_model(
     if info is None or info == wanted:
         return False
     adapter = store.adapter
+    others = adapter.total_count() - adapter.count(target.tenant_id, target.library_id)
+    if others > 0:  # a rebuild would drop them: --force-ingest is no way out here
+        raise IngestError(
+            f"the shared index holds {others} chunks of other libraries made with "
+            f"{info.embedding_model}; give this tool its own database index_name to use "
+            f"{wanted.embedding_model}"
+        )
     if not force:
         raise IngestError(
             f"the index of {target.library_id!r} was built with {info.embedding_model} "
             f"({info.dimensions} dims) but the tool now uses {wanted.embedding_model} "
             f"({wanted.dimensions} dims); run `holodeck ingest --force-ingest` to rebuild it"
-        )
-    others = adapter.total_count() - adapter.count(target.tenant_id, target.library_id)
-    if others > 0:
-        raise IngestError(
-            f"the shared index holds {others} chunks of other libraries made with "
-            f"{info.embedding_model}; give this tool its own database index_name to use "
-            f"{wanted.embedding_model}"
         )
     log.warning(
         "Embedding model changed (%s -> %s): rebuilding %s",
@@ -223,12 +224,12 @@ class _Run:
         self.progress.start(len(files), len(todo))
         for f, digest in todo:
             is_new = f.rel_path not in states
-            if self._prepare(f, digest):
-                if is_new:
-                    self.summary.new += 1
-                else:
-                    self.summary.changed += 1
-            elif not is_new:
+            try:
+                prepared = self._prepare(f, digest, is_new)
+            except ValidationError as exc:  # an id this backend cannot store
+                self._fail(f.rel_path, str(exc))
+                prepared = False
+            if not prepared and not is_new:
                 self._remove(f.rel_path, count=False)  # its old text is stale: it goes too
             self.progress.advance(f.rel_path)
             if sum(len(p.missing) for p in self.pending) >= EMBED_BATCH:
@@ -237,7 +238,7 @@ class _Run:
         self._remove_orphans()
         self.adapter.flush()
 
-    def _prepare(self, f: SourceFile, digest: str) -> bool:
+    def _prepare(self, f: SourceFile, digest: str, is_new: bool) -> bool:
         """Convert and chunk one file, reusing the vectors of chunks whose text is unchanged."""
         t = self.t
         try:
@@ -289,7 +290,7 @@ class _Run:
                 )
             )
         self.summary.chunks_reused += len(records) - len(missing)
-        self.pending.append(_Pending(f, digest, records, missing))
+        self.pending.append(_Pending(f, digest, records, missing, is_new))
         return True
 
     def _write_pending(self) -> None:
@@ -315,13 +316,21 @@ class _Run:
         for p in self.pending:
             doc = p.file.rel_path
             self.adapter.delete_doc_state(t.tenant_id, t.library_id, doc)
-            self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc)
-            self.store.upsert_chunks(t.tenant_id, p.records)
+            try:
+                self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc)
+                self.store.upsert_chunks(t.tenant_id, p.records)
+            except ValidationError as exc:  # an id this backend cannot store: nothing written
+                self._fail(doc, str(exc))
+                continue
             self.adapter.set_doc_state(
                 t.tenant_id,
                 t.library_id,
                 DocState(doc, p.file.mtime, p.file.size, p.digest, len(p.records)),
             )
+            if p.is_new:
+                self.summary.new += 1
+            else:
+                self.summary.changed += 1
         self.pending.clear()
         if time.monotonic() - self.last_save > CHECKPOINT_SECONDS:
             self.adapter.flush()

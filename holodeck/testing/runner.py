@@ -10,6 +10,7 @@ never a failure, and the others still run. Nothing is printed here: the caller g
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from holodeck.testing.checks import (
 )
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
+log = logging.getLogger("holodeck.testing")
+
 Status = Literal["passed", "failed", "error"]
 Mode = Literal["llm", "retrieval-only"]
 
@@ -48,7 +51,7 @@ class CaseResult:
     checks: list[Check] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     answer: str | None = None  # the LLM's answer (None in retrieval-only mode)
-    latency: float = 0.0  # seconds the agent turn (or the searches) took
+    latency: float = 0.0  # seconds the agent turn (or the searches) took; up to an error
     seconds: float = 0.0  # the whole case, checks included
     source_ranks: dict[str, int | None] = field(default_factory=dict)
     rounds: int = 0
@@ -195,13 +198,20 @@ class TestRunner:
         )
 
     def _warm_up(self) -> None:
-        """Load each embedding model now, so the first case's latency is not the model's load."""
+        """Load each embedding model now, so the first case's latency is not the model's load.
+
+        A failure here is left to the cases: each then errors with the reason, and the
+        reports still get written.
+        """
         seen: set[int] = set()
         for tool in self.tools:
-            embedder = tool.embedder
-            if id(embedder) not in seen:
-                seen.add(id(embedder))
-                embedder.embed(["warm-up"])
+            try:
+                embedder = tool.embedder
+                if id(embedder) not in seen:
+                    seen.add(id(embedder))
+                    embedder.embed(["warm-up"])
+            except Exception:
+                log.debug("warming up the embedder of %s failed", tool.name, exc_info=True)
 
     async def run_case(self, index: int, case: TestCase) -> CaseResult:
         """One case; any exception makes it an error with the exception's one line."""
@@ -214,6 +224,8 @@ class TestRunner:
                 await self._converse(case, result)
             await asyncio.to_thread(self._check, case, result)
         except Exception as exc:
+            log.debug("test case %r errored", case.name, exc_info=True)  # -v: the traceback
+            result.latency = result.latency or time.perf_counter() - started
             result.status = "error"
             result.error_type = type(exc).__name__
             result.reason = f"{type(exc).__name__}: {exc}"

@@ -9,10 +9,12 @@ fallback to the embedded store; the returned note says so, for summaries and ``c
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from holodeck.config.models import DatabaseConfig
+from holodeck.errors import HoloDeckError
 from holodeck.redact import redact_url
 from holodeck.vectorstore.adapters.base import IndexAdapter
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
@@ -58,6 +60,49 @@ def open_index(database: DatabaseConfig | None, project_root: Path, tool_name: s
         )
         return OpenedIndex(
             LocalIndexAdapter(local_index_folder(project_root, tool_name)),
-            fallback_reason=f"redis at {url} unreachable",
+            fallback_reason=_unreachable(url),
         )
     return OpenedIndex(adapter)
+
+
+def probe(database: DatabaseConfig | None, timeout: float = 2.0) -> str:
+    """Which store a tool would use right now, for ``config show``; opens no index.
+
+    ``local``, ``redis``, ``local (fallback: redis at URL unreachable)`` as ``open_index``
+    would decide, or ``none (why)`` when Redis answers but cannot be used (a wrong password,
+    no Query Engine: errors an ingest would stop on). Bounded by ``timeout`` whatever the
+    network does (a thread, so a slow DNS lookup cannot hang the command).
+    """
+    if database is None:
+        return "local"
+    url = redact_url(database.connection_string)
+    result: list[str] = []
+
+    def attempt() -> None:
+        from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+
+        try:
+            adapter = RedisIndexAdapter(
+                database.connection_string,
+                index_name=database.index_name,
+                algorithm=database.vector_algorithm,
+                metric=database.distance_metric,
+                connect_timeout=timeout,
+            )
+        except ConnectionError:
+            result.append(f"local (fallback: {_unreachable(url)})")
+        except HoloDeckError as exc:
+            result.append(f"none ({redact_url(str(exc))})")
+        else:
+            adapter.close()
+            result.append("redis")
+
+    worker = threading.Thread(target=attempt, name="holodeck-probe", daemon=True)
+    worker.start()
+    worker.join(timeout + 0.5)
+    return result[0] if result else f"local (fallback: {_unreachable(url)})"
+
+
+def _unreachable(url: str) -> str:
+    """The fallback reason ``open_index`` and ``probe`` both report (``url`` redacted)."""
+    return f"redis at {url} unreachable"

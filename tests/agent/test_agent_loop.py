@@ -7,7 +7,6 @@ import json
 import time
 
 import pytest
-from conftest import API_KEY
 from fake_openai import FakeOpenAI, error, text, tool_calls
 
 from holodeck.agent.loop import Agent, ToolCallRecord
@@ -17,6 +16,7 @@ from holodeck.errors import LLMError
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 KB = tuple[Project, list[VectorStoreTool]]
+API_KEY = "sk-test-0123456789abcdef"  # the .env of the kb fixture (conftest.py)
 
 #: The contract's "Function Definition Provided to LLM", as a chat request carries it.
 CONTRACT_TOOL = {

@@ -105,6 +105,16 @@ CASES = [
         ["tools[0].database.distance_metric", "'COSINE'", "'L2'", "'IP'"],
     ),
     (
+        "index-name",
+        BASE.format(
+            extra="    database:\n      provider: redis\n"
+            "      connection_string: redis://h\n"
+            "      index_name: 'my index*'"
+        ),
+        9,
+        ["tools[0].database.index_name", "letters, digits, '_', '.' and '-'", "my index*"],
+    ),
+    (
         "unknown-key",
         BASE.format(extra="    topk: 3"),
         6,

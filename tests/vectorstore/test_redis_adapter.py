@@ -524,16 +524,18 @@ def test_password_protected_server(
         errors.append(refused.value)
     assert "redis://:***@127.0.0.1" in str(errors[0])
 
-    server.kill()
+    server.kill()  # lost after start: an IngestError (exit 3), never the start-up fallback
     for call in (
         lambda: store.upsert_chunks("t1", [make_record(unit(rng), index=1)]),
         lambda: store.search("t1", rec.vector, 1),
         lambda: adapter.delete_by_doc("t1", "lib", rec.doc_id),
         lambda: adapter.doc_states("t1", "lib"),
     ):
-        with pytest.raises(ConnectionError) as info:
+        with pytest.raises(IngestError, match="lost the connection to Redis") as info:
             call()
         assert "redis://:***@127.0.0.1" in str(info.value)
+        assert "re-run repairs the index" in str(info.value)
+        assert not isinstance(info.value, ConnectionError)
         errors.append(info.value)
     adapter.close()
 

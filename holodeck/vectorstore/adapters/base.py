@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -87,6 +87,15 @@ class IndexAdapter(Protocol):
 
     def doc_ids(self, tenant_id: str, library_id: str) -> set[str]:
         """Ids of every document that has chunks in one library (to find orphans)."""
+        ...
+
+    def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
+        """What ``holodeck store info`` shows for one library, with the same keys everywhere.
+
+        ``backend``, ``url`` (redacted; None when local), ``index`` (name or folder),
+        ``algorithm``, ``metric``, ``embedding_model``, ``dimensions`` (None for a new index),
+        ``documents`` (with a stored state) and ``chunks`` of this tenant and library.
+        """
         ...
 
     def library_lock(

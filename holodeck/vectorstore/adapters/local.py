@@ -43,6 +43,9 @@ class LocalIndexAdapter(MemoryIndexAdapter):
         """The index file."""
         return self.folder / INDEX_FILE
 
+    def _index_label(self) -> str:
+        return str(self.folder)
+
     # Every write marks the index dirty so ``flush`` knows there is something to save.
     def create(self, info: IndexInfo) -> None:
         if self._info is None:

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -143,6 +144,23 @@ class MemoryIndexAdapter:
             for r in self._records.values()
             if r.tenant_id == tenant_id and r.library_id == library_id
         }
+
+    def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
+        """Documents and chunks of one library; exact brute-force cosine search."""
+        return {
+            "backend": self.backend,
+            "url": None,
+            "index": self._index_label(),
+            "algorithm": "FLAT",
+            "metric": "COSINE",
+            "embedding_model": self._info.embedding_model if self._info else None,
+            "dimensions": self._info.dimensions if self._info else None,
+            "documents": len(self._states.get((tenant_id, library_id), {})),
+            "chunks": self.count(tenant_id, library_id),
+        }
+
+    def _index_label(self) -> str:
+        return "(in memory)"
 
     @contextmanager
     def library_lock(self, tenant_id: str, library_id: str, timeout: float) -> Iterator[None]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 import unicodedata
@@ -51,8 +52,9 @@ Metric = Literal["COSINE", "L2", "IP"]
 WRITE_BATCH = 500
 #: Keys fetched per search round when deleting, moving or listing a document's chunks.
 PAGE = 1000
-#: Seconds a library lock lives without renewal; a crashed ingest frees it after this.
-LOCK_TTL = 30.0
+#: Seconds a library lock lives without renewal; a crashed ingest frees it after this
+#: (``HOLODECK_REDIS_LOCK_TTL`` overrides it, e.g. for tests that kill an ingest).
+LOCK_TTL = float(os.environ.get("HOLODECK_REDIS_LOCK_TTL", "30"))
 #: Tag separator: a control character, so commas, pipes and spaces in ids stay one value.
 TAG_SEPARATOR = "\x1f"
 #: RediSearch truncates tag values longer than this (in bytes), so they could collide.
@@ -88,6 +90,7 @@ class RedisIndexAdapter:
         index_name: str = "holodeck_vectors",
         algorithm: Algorithm = "HNSW",
         metric: Metric = "COSINE",
+        connect_timeout: float = 5.0,
     ) -> None:
         self.url = redact_url(url)  # the raw URL (with its password) is never kept
         if not _INDEX_NAME.match(index_name):
@@ -108,9 +111,13 @@ class RedisIndexAdapter:
         self._index: SearchIndex | None = None
         self._index_algorithm: Algorithm = self.algorithm  # what the index really uses
         self._index_metric: Metric = self.metric
+        self._connected = False  # until then a lost connection is the contract's fallback case
         try:
             self._client = redis.Redis.from_url(
-                url, socket_connect_timeout=5, socket_timeout=60, health_check_interval=30
+                url,
+                socket_connect_timeout=connect_timeout,
+                socket_timeout=60,
+                health_check_interval=30,
             )
         except ValueError as exc:
             raise ConfigError(f"invalid Redis URL {self.url}: {redact(str(exc))}") from None
@@ -130,6 +137,7 @@ class RedisIndexAdapter:
                     f"Redis at {self.url} has no Query Engine (RediSearch): use Redis 8 or "
                     f"Redis Stack ({redact(str(exc))})"
                 ) from None
+        self._connected = True
 
     def __repr__(self) -> str:
         return f"RedisIndexAdapter({self.url!r}, index_name={self.index_name!r})"
@@ -428,10 +436,11 @@ class RedisIndexAdapter:
     # -- internals ---------------------------------------------------------------------
     @contextmanager
     def _guard(self) -> Iterator[None]:
-        """Turn a lost or refused connection into the contract's ``ConnectionError``.
+        """Turn a refused or lost connection into one error naming the redacted URL.
 
-        The message names the server by its redacted URL; redis-py's own messages name only
-        host and port.
+        Unreachable at start: the contract's ``ConnectionError`` (the caller falls back).
+        Lost after that: an ``IngestError``, never a silent switch of store in mid-work.
+        redis-py's own messages name only host and port.
         """
         try:
             yield
@@ -445,9 +454,15 @@ class RedisIndexAdapter:
                 raise self._vanished() from exc
             raise
 
-    def _lost(self, exc: BaseException) -> ConnectionError:
+    def _lost(self, exc: BaseException) -> Exception:
         self._info = None  # the server may come back empty (restart): read the meta again
-        return ConnectionError(f"cannot use Redis at {self.url}: {redact(str(exc))}")
+        reason = redact(str(exc))
+        if not self._connected:
+            return ConnectionError(f"cannot use Redis at {self.url}: {reason}")
+        return IngestError(
+            f"lost the connection to Redis at {self.url} ({reason}); what is stored stays "
+            f"consistent: run the command again once Redis is back, the re-run repairs the index"
+        )
 
     def _vanished(self) -> IngestError:
         self._info = None
