@@ -153,3 +153,12 @@ def test_delete_by_doc_and_move_book_return_counts(make_store) -> None:  # type:
     assert store.move_book("t2", ".", "other") == 0  # another tenant's book: untouched
     assert store.delete_by_doc("t1", "other", "a.md") == 2
     assert store.delete_by_doc("t1", "other", "a.md") == 0
+
+
+def test_moved_book_is_searched_in_its_new_library(make_store) -> None:  # type: ignore[no-untyped-def]
+    store = seeded(make_store)
+    query = record(seed=1).vector
+    assert len(store.search("t1", query, 5, ChunkFilters(library_ids=["lib"]))) == 2
+    store.move_book("t1", ".", "other")
+    assert store.search("t1", query, 5, ChunkFilters(library_ids=["lib"])) == []
+    assert len(store.search("t1", query, 5, ChunkFilters(library_ids=["other"]))) == 2

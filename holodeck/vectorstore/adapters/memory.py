@@ -29,6 +29,8 @@ class MemoryIndexAdapter:
         self._states: dict[tuple[str, str], dict[str, DocState]] = {}
         self._matrix: np.ndarray | None = None
         self._order: list[str] = []
+        self._tenants = np.array([], dtype=object)
+        self._libraries = np.array([], dtype=object)
         self._lock = threading.Lock()
 
     # -- index -------------------------------------------------------------------------
@@ -59,18 +61,14 @@ class MemoryIndexAdapter:
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
         if self._matrix is None:
-            self._order = list(self._records)
-            dims = self._info.dimensions if self._info else len(vector)
-            self._matrix = (
-                np.stack([self._records[c].vector for c in self._order])
-                if self._order
-                else np.zeros((0, dims), dtype=np.float32)
-            )
-        mask = np.fromiter(
-            (_matches(self._records[c], tenant_id, filters) for c in self._order),
-            dtype=bool,
-            count=len(self._order),
-        )
+            self._rebuild()
+        assert self._matrix is not None
+        mask = self._tenants == tenant_id
+        if filters.library_ids is not None:
+            mask &= np.isin(self._libraries, filters.library_ids)
+        if filters.book_ids is not None or filters.tags is not None or filters.language:
+            for i in np.flatnonzero(mask):
+                mask[i] = _matches(self._records[self._order[i]], tenant_id, filters)
         idx = np.flatnonzero(mask)
         if idx.size == 0:
             return []
@@ -80,6 +78,19 @@ class MemoryIndexAdapter:
             ChunkHit(self._records[self._order[idx[i]]], float(np.clip(scores[i], 0.0, 1.0)))
             for i in top
         ]
+
+    def _rebuild(self) -> None:
+        """Stack the vectors and the tenant/library columns searched by every query."""
+        self._order = list(self._records)
+        records = [self._records[c] for c in self._order]
+        dims = self._info.dimensions if self._info else 0
+        self._matrix = (
+            np.stack([r.vector for r in records])
+            if records
+            else np.zeros((0, dims), dtype=np.float32)
+        )
+        self._tenants = np.array([r.tenant_id for r in records], dtype=object)
+        self._libraries = np.array([r.library_id for r in records], dtype=object)
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         doomed = [
@@ -99,6 +110,8 @@ class MemoryIndexAdapter:
             if r.tenant_id == tenant_id and r.book_id == book_id and r.library_id != library_id:
                 self._records[c] = replace(r, library_id=library_id)
                 moved += 1
+        if moved:
+            self._dirty()
         return moved
 
     def get_doc_chunks(self, tenant_id: str, library_id: str, doc_id: str) -> list[ChunkRecord]:
