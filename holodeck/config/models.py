@@ -23,6 +23,15 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 _INDEX_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
+def require_unique_names(kind: str, names: list[str]) -> None:
+    """Raise ValueError naming the first name that appears twice."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"{kind} names must be unique: {name!r} appears twice")
+        seen.add(name)
+
+
 class StrictModel(BaseModel):
     """Refuses unknown keys, so a typo is an error, not a silently ignored setting."""
 
@@ -255,21 +264,13 @@ class AgentConfig(StrictModel):
     @field_validator("tools")
     @classmethod
     def _unique_tool_names(cls, tools: list[VectorStoreToolConfig]) -> list[VectorStoreToolConfig]:
-        seen: set[str] = set()
-        for tool in tools:
-            if tool.name in seen:
-                raise ValueError(f"tool names must be unique: {tool.name!r} appears twice")
-            seen.add(tool.name)
+        require_unique_names("tool", [t.name for t in tools])
         return tools
 
     @field_validator("test_cases")
     @classmethod
     def _unique_case_names(cls, cases: list[TestCase] | None) -> list[TestCase] | None:
-        seen: set[str] = set()
-        for case in cases or []:
-            if case.name in seen:
-                raise ValueError(f"test case names must be unique: {case.name!r} appears twice")
-            seen.add(case.name)
+        require_unique_names("test case", [c.name for c in cases or []])
         return cases
 
     @property

@@ -25,7 +25,7 @@ from holodeck.config.loader import (
     _substitute,
     _validate,
 )
-from holodeck.config.models import StrictModel, TestCase
+from holodeck.config.models import StrictModel, TestCase, require_unique_names
 from holodeck.errors import ConfigError
 
 #: Arguments a vectorstore tool takes (the contract's function definition).
@@ -42,11 +42,7 @@ class TestCaseFile(StrictModel):
     @field_validator("test_cases")
     @classmethod
     def _unique(cls, cases: list[TestCase]) -> list[TestCase]:
-        seen: set[str] = set()
-        for case in cases:
-            if case.name in seen:
-                raise ValueError(f"test case names must be unique: {case.name!r} appears twice")
-            seen.add(case.name)
+        require_unique_names("test case", [c.name for c in cases])
         return cases
 
 
