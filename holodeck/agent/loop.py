@@ -272,8 +272,7 @@ class Agent:
                 parsed = json.loads(raw_arguments or "{}")
             except json.JSONDecodeError as exc:
                 raise ValueError(
-                    f"arguments are not valid JSON ({exc.msg}); call {name} with "
-                    '{"query": "..."}'
+                    f'arguments are not valid JSON ({exc.msg}); call {name} with {{"query": "..."}}'
                 ) from None
             if not isinstance(parsed, dict):
                 raise ValueError('arguments must be an object like {"query": "..."}')

@@ -125,9 +125,7 @@ def describe_error(exc: BaseException, conn: Connection, model: str, what: str =
     part of the key there) and scrubbed of the key everywhere else.
     """
     where = conn.label
-    fix_key = (
-        f"check {conn.key_variable}" if conn.key_variable else "check model.api_key"
-    )
+    fix_key = f"check {conn.key_variable}" if conn.key_variable else "check model.api_key"
     if isinstance(exc, openai.APITimeoutError):
         return f"{where} did not answer in time (after retries); try again later"
     if isinstance(exc, openai.APIConnectionError):

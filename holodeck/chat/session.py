@@ -128,7 +128,9 @@ class ChatSession:
                     on_tool=lambda record: out.tool(tool_line(record)),
                 )
         except HoloDeckError as exc:
+            out.abort()
             self.failures += 1
+            self.last_calls = []
             self._error(str(exc))
             return None
         self.last_calls = result.tool_calls
@@ -241,6 +243,12 @@ class _PlainOutput:
         self.stdout.write("\n\n" if self.wrote else "\n")
         self.stdout.flush()
 
+    def abort(self) -> None:
+        """End a partly written answer before the error line."""
+        if self.wrote:
+            self.stdout.write("\n")
+            self.stdout.flush()
+
 
 class _TerminalOutput:
     """Terminal: a spinner while waiting, Markdown re-rendered live as text streams in."""
@@ -294,3 +302,6 @@ class _TerminalOutput:
     def finish(self) -> None:
         self._stop()
         self.console.print()
+
+    def abort(self) -> None:
+        self._stop()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
+import openai
 import pytest
 from fake_openai import FakeOpenAI, error, text, tool_calls
 
@@ -35,11 +38,14 @@ CONTRACT_TOOL = {
 }
 
 
-def run(coro):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def tool_messages(request: dict) -> list[dict]:  # type: ignore[type-arg]
+def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
 
@@ -259,7 +265,7 @@ def test_retrieval_only(kb: KB) -> None:
     assert result.rounds == 0
 
 
-def _client(server: FakeOpenAI):  # type: ignore[no-untyped-def]
+def _client(server: FakeOpenAI) -> openai.AsyncOpenAI:
     return make_async_client(Connection("openai", server.url, API_KEY, "OPENAI_API_KEY"))
 
 

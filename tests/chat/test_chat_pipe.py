@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from chat_helpers import with_model
@@ -41,6 +42,14 @@ def test_commands_in_line_mode(example: Path) -> None:
     assert "Conversation cleared." in done.stderr
     assert "Unknown command /bogus; /help lists the commands." in done.stderr
     assert "never asked" not in out + done.stderr  # quit ended the session
+    assert " 0 chunks embedded" in done.stderr  # the index was up to date
+
+
+def test_force_ingest_reaches_every_tool(example: Path) -> None:
+    done = run_holodeck("chat", "--force-ingest", "agent.yaml.example", cwd=example, stdin="")
+    assert done.returncode == 0, done.stderr
+    embedded = re.search(r" (\d+) chunks embedded", done.stderr)
+    assert embedded and int(embedded.group(1)) > 0, done.stderr
 
 
 def test_llm_tool_call_round_trip_through_the_cli(example: Path, fake_openai: FakeOpenAI) -> None:
