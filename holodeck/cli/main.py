@@ -7,6 +7,7 @@ code (2 for a user's mistake); ``-v`` adds the traceback.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import traceback
@@ -22,6 +23,17 @@ from holodeck.redact import redact_url
 
 class HoloDeckGroup(click.Group):
     """A click group whose commands report errors as one redacted line with an exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -64,18 +76,16 @@ def cli(ctx: click.Context, verbose: bool, quiet: bool) -> None:
     setup_logging(level)
 
 
-def _register() -> None:
-    from holodeck.cli import chat_cmd, config_cmd, ingest_cmd, search_cmd, store_cmd, test_cmd
-
-    cli.add_command(chat_cmd.chat)
-    cli.add_command(config_cmd.config)
-    cli.add_command(ingest_cmd.ingest)
-    cli.add_command(search_cmd.search)
-    cli.add_command(store_cmd.store)
-    cli.add_command(test_cmd.test)
-
-
-_register()
+#: Commands by name, imported only when used: a command never pays for another's imports
+#: (the LLM client alone costs more than a second).
+COMMANDS = {
+    "chat": "holodeck.cli.chat_cmd:chat",
+    "config": "holodeck.cli.config_cmd:config",
+    "ingest": "holodeck.cli.ingest_cmd:ingest",
+    "search": "holodeck.cli.search_cmd:search",
+    "store": "holodeck.cli.store_cmd:store",
+    "test": "holodeck.cli.test_cmd:test",
+}
 
 
 def main() -> None:
