@@ -17,10 +17,13 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[test]'
 	touch $@ $(VENV)/.installed
 
-## demo: ingest the example project on the embedded defaults (no API key, no server) and ask it
+## demo: the main job on the example project, embedded defaults (no API key, no server):
+## ingest it, chat with it (retrieval-only), run its test cases
 demo: $(VENV)/.installed
 	$(BIN)/holodeck ingest agent.yaml.example
-	$(BIN)/holodeck search -a agent.yaml.example "How many times is a failing task retried?"
+	printf 'How many times is a failing task retried?\nWhich port does the web UI listen on?\n' \
+		| $(BIN)/holodeck chat agent.yaml.example
+	$(BIN)/holodeck test agent.yaml.example
 
 ## test: the whole test suite (starts its own Redis with the Query Engine)
 test: $(VENV)/.installed-test
