@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import sys
+from typing import TextIO
 
 from holodeck.redact import redact_url
 
@@ -16,12 +18,20 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class CurrentStderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever ``sys.stderr`` is now, so a live progress bar can print above it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 def setup_logging(level: int) -> None:
     """Send ``holodeck.*`` logs to stderr as ``LEVEL: message`` (debug adds the logger name)."""
     logger = logging.getLogger("holodeck")
     for old in list(logger.handlers):
         logger.removeHandler(old)
-    handler = logging.StreamHandler()
+    handler = CurrentStderrHandler()
     fmt = (
         "%(levelname)s %(name)s: %(message)s"
         if level <= logging.DEBUG

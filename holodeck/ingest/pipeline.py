@@ -37,7 +37,7 @@ log = logging.getLogger("holodeck.ingest")
 
 SUPPORTED = ".txt .md .pdf .csv .json"
 #: Chunks embedded together: big enough to keep the model busy, small enough to save often.
-EMBED_BATCH = 64
+EMBED_BATCH = 32
 #: Save progress at least this often, so an interrupted long ingest keeps most of its work
 #: (``HOLODECK_CHECKPOINT_SECONDS`` overrides it: saving is a full rewrite of a local index).
 CHECKPOINT_SECONDS = float(os.environ.get("HOLODECK_CHECKPOINT_SECONDS", "20"))
@@ -229,9 +229,10 @@ class _Run:
             except ValidationError as exc:  # an id this backend cannot store
                 self._fail(f.rel_path, str(exc))
                 prepared = False
-            if not prepared and not is_new:
-                self._remove(f.rel_path, count=False)  # its old text is stale: it goes too
-            self.progress.advance(f.rel_path)
+            if not prepared:
+                if not is_new:
+                    self._remove(f.rel_path, count=False)  # its old text is stale: it goes too
+                self.progress.advance(f.rel_path)  # stored files advance once written
             if sum(len(p.missing) for p in self.pending) >= EMBED_BATCH:
                 self._write_pending()
         self._write_pending()
@@ -321,6 +322,7 @@ class _Run:
                 self.store.upsert_chunks(t.tenant_id, p.records)
             except ValidationError as exc:  # an id this backend cannot store: nothing written
                 self._fail(doc, str(exc))
+                self.progress.advance(doc)
                 continue
             self.adapter.set_doc_state(
                 t.tenant_id,
@@ -331,6 +333,7 @@ class _Run:
                 self.summary.new += 1
             else:
                 self.summary.changed += 1
+            self.progress.advance(doc)
         self.pending.clear()
         if time.monotonic() - self.last_save > CHECKPOINT_SECONDS:
             self.adapter.flush()
