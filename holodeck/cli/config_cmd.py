@@ -9,10 +9,9 @@ import click
 
 from holodeck.cli.options import agent_option, agent_path
 from holodeck.config.loader import Project, ResolvedTool, load_project
-from holodeck.config.models import AgentConfig
+from holodeck.config.models import AgentConfig, DatabaseConfig
 from holodeck.embeddings.catalog import effective_chunk_size, facts
 from holodeck.redact import redact_url
-from holodeck.vectorstore.factory import probe
 
 #: Seconds ``config show`` waits for a Redis to answer before it reports the fallback.
 PROBE_TIMEOUT = 2.0
@@ -88,7 +87,7 @@ def describe_tool(
         "chunk_overlap": cfg.chunk_overlap,
         "top_k": cfg.top_k,
         "min_similarity_score": cfg.min_similarity_score,
-        "in_use": in_use if in_use is not None else probe(db, PROBE_TIMEOUT),
+        "in_use": in_use if in_use is not None else probe(db),
     }
 
 
@@ -98,7 +97,7 @@ def describe_project(project: Project) -> dict[str, Any]:
     probed: dict[str, str] = {}  # one probe per server, however many tools share it
     for tool in project.tools:
         if tool.database and tool.database.connection_string not in probed:
-            probed[tool.database.connection_string] = probe(tool.database, PROBE_TIMEOUT)
+            probed[tool.database.connection_string] = probe(tool.database)
     return {
         "agent_file": str(project.agent_path),
         "project_root": str(project.root),
@@ -119,6 +118,15 @@ def describe_project(project: Project) -> dict[str, Any]:
             for t in project.tools
         ],
     }
+
+
+def probe(database: DatabaseConfig | None) -> str:
+    """The store in use (``vectorstore.factory.probe``), imported only when a tool needs it."""
+    if database is None:
+        return "local"
+    from holodeck.vectorstore.factory import probe as probe_store
+
+    return probe_store(database, PROBE_TIMEOUT)
 
 
 def render_text(data: dict[str, Any]) -> str:

@@ -1,0 +1,92 @@
+"""Done-when 6: a password in the Redis URL never appears in any output.
+
+A password-protected server; the URL with its password given through ``${REDIS_URL}`` in the
+project config and as a literal in a tool's ``database``. Every command a user runs (ingest,
+search, config show, store info, with and without ``-v``), the fallback warning of a closed
+port and the refusal of a wrong password: the password is in none of their stdout or stderr.
+(The mid-ingest error is checked in ``test_redis_failures``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_holodeck, write
+from redis_project import CORPUS, database_yaml, global_config, write_docs
+from redis_server import RedisServer, free_port
+
+pytestmark = pytest.mark.redis
+
+PASSWORD = "Top-s3cret-pa55"
+WRONG = "Not-the-pa55word"
+AGENT = """
+name: secrets
+tools:
+  - type: vectorstore
+    name: kb
+    source: docs
+"""
+
+
+def literal_tool(url: str, index: str) -> str:
+    return "  - type: vectorstore\n    name: lit\n    source: docs\n" + database_yaml(url, index)
+
+
+def check(outputs: list[str], *secrets: str) -> None:
+    for text in outputs:
+        for secret in secrets:
+            assert secret not in text
+
+
+def test_password_never_printed(
+    tmp_path: Path, redis_server_factory: Callable[..., RedisServer]
+) -> None:
+    server = redis_server_factory(password=PASSWORD)
+    assert PASSWORD in server.url
+    redacted = f"redis://:***@127.0.0.1:{server.port}"
+    env = {"REDIS_URL": server.url}
+    outputs: list[str] = []
+
+    def run(project: Path, *args: str, code: int = 0) -> str:
+        result = run_holodeck(*args, cwd=project, env=env)
+        assert result.returncode == code, result.stdout + result.stderr
+        outputs.extend([result.stdout, result.stderr])
+        return result.stdout + result.stderr
+
+    # Working server: every command, quiet and verbose.
+    ok = tmp_path / "ok"
+    write(ok / "agent.yaml", AGENT + literal_tool(server.url, "literal"))
+    write_docs(ok / "docs", CORPUS)
+    global_config(ok / ".holodeck" / "config.yaml", "${REDIS_URL}", "from_env")
+    assert "[redis]" in run(ok, "ingest")
+    run(ok, "-v", "ingest", "--force-ingest")
+    assert "Score:" in run(ok, "search", "espresso pressure")
+    run(ok, "-v", "search", "--json", "espresso pressure")
+    assert redacted in run(ok, "config", "show")
+    run(ok, "-v", "config", "show", "--json")
+    assert redacted in run(ok, "store", "info")
+    run(ok, "-v", "store", "info", "--json")
+
+    # The same password on a closed port: the fallback warning.
+    down = tmp_path / "down"
+    closed = f"redis://:{PASSWORD}@127.0.0.1:{free_port()}"
+    write(down / "agent.yaml", AGENT)
+    write_docs(down / "docs", CORPUS)
+    global_config(down / ".holodeck" / "config.yaml", closed, "down")
+    warned = run(down, "-v", "ingest")
+    assert "WARNING holodeck.vectorstore: Redis at redis://:***@127.0.0.1:" in warned
+    assert "fallback: redis at redis://:***@" in run(down, "config", "show")
+    run(down, "-v", "store", "info")
+
+    # A wrong password: refused with exit 2 (the user's to fix), neither password shown.
+    wrong = tmp_path / "wrong"
+    write(wrong / "agent.yaml", AGENT)
+    write_docs(wrong / "docs", CORPUS)
+    global_config(wrong / ".holodeck" / "config.yaml", server.url.replace(PASSWORD, WRONG), "w")
+    assert "refused the login" in run(wrong, "ingest", code=2)
+    assert "Traceback" in run(wrong, "-v", "ingest", code=2)
+    assert "none (Redis at redis://:***@" in run(wrong, "config", "show")
+
+    check(outputs, PASSWORD, WRONG)
