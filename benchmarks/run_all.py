@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_embed.py", "bench_ingest.py", "bench_cranfield.py", "bench_redis.py"]
+SCRIPTS = [
+    "bench_embed.py",
+    "bench_ingest.py",
+    "bench_cranfield.py",
+    "bench_redis.py",
+    "bench_redis_ingest.py",
+]
 
 if __name__ == "__main__":
     for script in SCRIPTS:
