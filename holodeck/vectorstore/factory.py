@@ -12,12 +12,16 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from holodeck.config.models import DatabaseConfig
 from holodeck.errors import HoloDeckError
 from holodeck.redact import redact_url
 from holodeck.vectorstore.adapters.base import IndexAdapter
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+
+if TYPE_CHECKING:
+    from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
 
 log = logging.getLogger("holodeck.vectorstore")
 
@@ -39,15 +43,8 @@ def open_index(database: DatabaseConfig | None, project_root: Path, tool_name: s
     """The adapter for a tool; Redis unreachable -> WARNING and the embedded local index."""
     if database is None:
         return OpenedIndex(LocalIndexAdapter(local_index_folder(project_root, tool_name)))
-    from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
-
     try:
-        adapter = RedisIndexAdapter(
-            database.connection_string,
-            index_name=database.index_name,
-            algorithm=database.vector_algorithm,
-            metric=database.distance_metric,
-        )
+        adapter = _redis_adapter(database)
         adapter.describe()  # connects: fail here, at start, not in the middle of work
     except ConnectionError as exc:
         reason = redact_url(str(exc))
@@ -65,6 +62,19 @@ def open_index(database: DatabaseConfig | None, project_root: Path, tool_name: s
     return OpenedIndex(adapter)
 
 
+def _redis_adapter(database: DatabaseConfig, **options: Any) -> RedisIndexAdapter:
+    """A Redis adapter for a database section (imported here: redisvl loads slowly)."""
+    from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+
+    return RedisIndexAdapter(
+        database.connection_string,
+        index_name=database.index_name,
+        algorithm=database.vector_algorithm,
+        metric=database.distance_metric,
+        **options,
+    )
+
+
 def probe(database: DatabaseConfig | None, timeout: float = 2.0) -> str:
     """Which store a tool would use right now, for ``config show``; opens no index.
 
@@ -79,16 +89,8 @@ def probe(database: DatabaseConfig | None, timeout: float = 2.0) -> str:
     result: list[str] = []
 
     def attempt() -> None:
-        from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
-
         try:
-            adapter = RedisIndexAdapter(
-                database.connection_string,
-                index_name=database.index_name,
-                algorithm=database.vector_algorithm,
-                metric=database.distance_metric,
-                connect_timeout=timeout,
-            )
+            adapter = _redis_adapter(database, connect_timeout=timeout)
         except ConnectionError:
             result.append(f"local (fallback: {_unreachable(url)})")
         except HoloDeckError as exc:
