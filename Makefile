@@ -21,7 +21,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 ## ingest it, chat with it (retrieval-only), run its test cases
 demo: $(VENV)/.installed
 	$(BIN)/holodeck ingest agent.yaml.example
-	printf 'How many times is a failing task retried?\nWhich port does the web UI listen on?\n' \
+	printf 'How many times is a failing task retried?\nWhich port do I open in the browser to reach the dashboard?\n' \
 		| $(BIN)/holodeck chat agent.yaml.example
 	$(BIN)/holodeck test agent.yaml.example
 
