@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import openai
 
@@ -91,31 +92,33 @@ def _missing_key(provider: str, variable: str | None) -> str:
 def make_async_client(conn: Connection, max_retries: int = CHAT_RETRIES) -> openai.AsyncOpenAI:
     """The async client chat uses; ``max_retries`` covers 429, 5xx and timeouts."""
     if conn.provider == "azure_openai":
-        return openai.AsyncAzureOpenAI(
-            azure_endpoint=conn.base_url,
-            api_key=conn.api_key,
-            api_version=conn.api_version,
-            max_retries=max_retries,
-            timeout=CHAT_TIMEOUT,
-        )
-    return openai.AsyncOpenAI(
-        base_url=conn.base_url, api_key=conn.api_key, max_retries=max_retries, timeout=CHAT_TIMEOUT
-    )
+        return openai.AsyncAzureOpenAI(**_azure_options(conn, max_retries))
+    return openai.AsyncOpenAI(**_options(conn, max_retries))
 
 
 def make_sync_client(conn: Connection, max_retries: int = EMBEDDING_RETRIES) -> openai.OpenAI:
     """The blocking client remote embeddings use (ingestion is synchronous)."""
     if conn.provider == "azure_openai":
-        return openai.AzureOpenAI(
-            azure_endpoint=conn.base_url,
-            api_key=conn.api_key,
-            api_version=conn.api_version,
-            max_retries=max_retries,
-            timeout=CHAT_TIMEOUT,
-        )
-    return openai.OpenAI(
-        base_url=conn.base_url, api_key=conn.api_key, max_retries=max_retries, timeout=CHAT_TIMEOUT
-    )
+        return openai.AzureOpenAI(**_azure_options(conn, max_retries))
+    return openai.OpenAI(**_options(conn, max_retries))
+
+
+def _options(conn: Connection, max_retries: int) -> dict[str, Any]:
+    """Keyword arguments shared by the OpenAI clients, sync and async."""
+    return {
+        "base_url": conn.base_url,
+        "api_key": conn.api_key,
+        "max_retries": max_retries,
+        "timeout": CHAT_TIMEOUT,
+    }
+
+
+def _azure_options(conn: Connection, max_retries: int) -> dict[str, Any]:
+    """The same for Azure, whose clients name the endpoint and need an API version."""
+    options = _options(conn, max_retries)
+    options["azure_endpoint"] = options.pop("base_url")
+    options["api_version"] = conn.api_version
+    return options
 
 
 def describe_error(exc: BaseException, conn: Connection, model: str, what: str = "model") -> str:

@@ -355,13 +355,11 @@ class _Run:
     def _remove_orphans(self) -> None:
         """Chunks left by a document cut short by a crash whose file has since gone."""
         t = self.t
-        expected = sum(
-            s.chunk_count for s in self.adapter.doc_states(t.tenant_id, t.library_id).values()
-        )
+        states = self.adapter.doc_states(t.tenant_id, t.library_id)
+        expected = sum(s.chunk_count for s in states.values())
         if self.adapter.count(t.tenant_id, t.library_id) == expected:
             return
-        known = set(self.adapter.doc_states(t.tenant_id, t.library_id))
-        for doc_id in self.adapter.doc_ids(t.tenant_id, t.library_id) - known:
+        for doc_id in self.adapter.doc_ids(t.tenant_id, t.library_id) - set(states):
             removed = self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc_id)
             log.debug("Removed %d orphan chunks of %s", removed, doc_id)
 

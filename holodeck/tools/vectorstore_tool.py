@@ -15,7 +15,6 @@ from typing import Any
 from holodeck.config.loader import Project, ResolvedTool
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
-from holodeck.errors import HoloDeckError
 from holodeck.ingest.pipeline import IngestSummary, LibraryTarget, Progress, ingest_library
 from holodeck.tools.formatting import SearchResult, below_threshold, format_results, no_results
 from holodeck.vectorstore.factory import open_index
@@ -183,9 +182,7 @@ class VectorStoreTool:
         threshold = cfg.min_similarity_score if min_score is None else min_score
         try:
             vector = self.embedder.embed([query])[0]
-        except HoloDeckError as exc:
-            raise RuntimeError(f"Failed to generate query embedding: {exc}") from exc
-        except Exception as exc:
+        except Exception as exc:  # the contract turns every embedding failure into this
             raise RuntimeError(f"Failed to generate query embedding: {exc}") from exc
         scope = filters or ChunkFilters()
         scope = ChunkFilters(
