@@ -6,6 +6,7 @@ import resource
 import statistics
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 from holodeck.config.loader import load_project
@@ -46,6 +47,17 @@ def percentile(values: list[float], pct: float) -> float:
     """The ``pct`` percentile (0-100) of ``values``."""
     ordered = sorted(values)
     return statistics.quantiles(ordered, n=100, method="inclusive")[int(pct) - 1]
+
+
+def search_latency_ms(tool: VectorStoreTool, queries: list[str]) -> tuple[float, float]:
+    """p50 and p95 of ``tool.find`` (query embedding included), after one warm-up query."""
+    tool.find("warm up the model")
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        tool.find(query)
+        latencies.append((time.perf_counter() - started) * 1000)
+    return round(percentile(latencies, 50), 1), round(percentile(latencies, 95), 1)
 
 
 def peak_rss_mb() -> float:

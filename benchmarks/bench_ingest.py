@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import make_project, peak_rss_mb, percentile, reload_tool
+from _common import make_project, peak_rss_mb, reload_tool, search_latency_ms
 
 TOPICS = [
     "scheduling",
@@ -36,6 +36,19 @@ TOPICS = [
     "quotas",
     "caches",
 ]
+
+
+def queries(n: int) -> list[str]:
+    """Questions about the generated notes, for search latency."""
+    return [
+        f"which component handles {TOPICS[q % len(TOPICS)]} for team {q % 50}?" for q in range(n)
+    ]
+
+
+def corpus(files: int) -> dict[str, str]:
+    """``files`` generated notes in one folder per topic, the same on every run."""
+    rng = random.Random(7)
+    return {f"{TOPICS[i % len(TOPICS)]}/note{i:05d}.md": document(i, rng) for i in range(files)}
 
 
 def document(i: int, rng: random.Random) -> str:
@@ -81,10 +94,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    rng = random.Random(7)
-    docs = {
-        f"{TOPICS[i % len(TOPICS)]}/note{i:05d}.md": document(i, rng) for i in range(args.files)
-    }
+    docs = corpus(args.files)
     root, tool = make_project(docs)
     out: dict[str, float | int] = {"files": args.files}
 
@@ -113,16 +123,10 @@ def main() -> None:
     out["rerun_one_changed_s"] = round(time.perf_counter() - started, 3)
     assert tool.summary is not None and tool.summary.changed == 1
 
-    tool.find("warm up the model")
-    latencies = []
-    for q in range(args.queries):
-        query = f"which component handles {TOPICS[q % len(TOPICS)]} for team {q % 50}?"
-        started = time.perf_counter()
-        tool.find(query)
-        latencies.append((time.perf_counter() - started) * 1000)
+    p50, p95 = search_latency_ms(tool, queries(args.queries))
     out.update(
-        search_p50_ms=round(percentile(latencies, 50), 1),
-        search_p95_ms=round(percentile(latencies, 95), 1),
+        search_p50_ms=p50,
+        search_p95_ms=p95,
         peak_rss_mb=round(peak_rss_mb(), 1),
         index_memory_mb=index_memory_mb(root / ".holodeck" / "index" / "kb"),
     )

@@ -15,35 +15,19 @@ Usage: ``python benchmarks/bench_redis_ingest.py [--files 300] [--queries 100]``
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import random
 import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-import redis
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # for redis_server
 
-from _common import make_project, percentile, reload_tool
-from bench_ingest import TOPICS, document
-from redis_server import RedisServer
-
-
-def drop(url: str, index: str) -> None:
-    """Remove the index, its chunks and every ``<index>:*`` key (meta, states, locks)."""
-    client = redis.Redis.from_url(url)
-    try:
-        with contextlib.suppress(redis.exceptions.ResponseError):  # never created
-            client.execute_command("FT.DROPINDEX", index, "DD")
-        keys = list(client.scan_iter(match=f"{index}:*", count=1000))
-        for start in range(0, len(keys), 1000):
-            client.delete(*keys[start : start + 1000])
-    finally:
-        client.close()
+from _common import make_project, reload_tool, search_latency_ms
+from bench_ingest import corpus
+from bench_ingest import queries as questions
+from redis_server import RedisServer, drop_index
 
 
 def measure(root: Path, files: int, queries: int) -> dict[str, Any]:
@@ -86,17 +70,8 @@ def measure(root: Path, files: int, queries: int) -> dict[str, Any]:
     out["rerun_unchanged_s"] = round(time.perf_counter() - started, 3)
     assert tool.summary is not None and tool.summary.unchanged == files
 
-    tool.find("warm up the model")
-    latencies = []
-    for q in range(queries):
-        query = f"which component handles {TOPICS[q % len(TOPICS)]} for team {q % 50}?"
-        started = time.perf_counter()
-        tool.find(query)
-        latencies.append((time.perf_counter() - started) * 1000)
-    out.update(
-        search_p50_ms=round(percentile(latencies, 50), 1),
-        search_p95_ms=round(percentile(latencies, 95), 1),
-    )
+    p50, p95 = search_latency_ms(tool, questions(queries))
+    out.update(search_p50_ms=p50, search_p95_ms=p95)
     tool.close()
     return out
 
@@ -107,10 +82,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--queries", type=int, default=100)
     args = parser.parse_args()
-    rng = random.Random(7)
-    docs = {
-        f"{TOPICS[i % len(TOPICS)]}/note{i:05d}.md": document(i, rng) for i in range(args.files)
-    }
+    docs = corpus(args.files)
 
     server = None if args.url else RedisServer()
     if server is not None:
@@ -129,7 +101,7 @@ def main() -> None:
             measure(local_root, args.files, args.queries),
         ]
     finally:
-        drop(url, index)  # leave nothing behind on a --url server
+        drop_index(url, index)  # leave nothing behind on a --url server
         if server is not None:
             server.cleanup()
     print(json.dumps(results, indent=2))

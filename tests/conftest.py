@@ -7,14 +7,15 @@ so tests never see each other's chunks.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-import redis
-from redis_server import RedisServer  # tests/ is on sys.path (rootdir-relative conftest)
+from redis_server import (  # tests/ is on sys.path (rootdir-relative conftest)
+    RedisServer,
+    drop_index,
+)
 
 
 @pytest.fixture(scope="session")
@@ -33,15 +34,7 @@ def redis_index_name(redis_url: str) -> Iterator[str]:
     """A fresh index name; the index, its chunks and every ``<name>:*`` key go afterwards."""
     name = f"hdtest_{uuid.uuid4().hex[:12]}"
     yield name
-    client = redis.Redis.from_url(redis_url)
-    try:
-        with contextlib.suppress(redis.exceptions.ResponseError):  # never created / dropped
-            client.execute_command("FT.DROPINDEX", name, "DD")
-        keys = list(client.scan_iter(match=f"{name}:*", count=1000))
-        for start in range(0, len(keys), 1000):
-            client.delete(*keys[start : start + 1000])
-    finally:
-        client.close()
+    drop_index(redis_url, name)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ it mid-ingest, require a password, cap MAXSEARCHRESULTS) starts one with :class:
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -177,3 +178,16 @@ class RedisServer:
         if self._log.is_file():
             parts.append("\n".join(self._log.read_text(errors="replace").splitlines()[-20:]))
         return "\n".join(p for p in parts if p.strip()) or "(no output)"
+
+
+def drop_index(url: str, name: str) -> None:
+    """Remove an index, its chunks and every ``<name>:*`` key (meta, states, locks)."""
+    client = redis.Redis.from_url(url)
+    try:
+        with contextlib.suppress(redis.exceptions.ResponseError):  # never created / dropped
+            client.execute_command("FT.DROPINDEX", name, "DD")
+        keys = list(client.scan_iter(match=f"{name}:*", count=1000))
+        for start in range(0, len(keys), 1000):
+            client.delete(*keys[start : start + 1000])
+    finally:
+        client.close()

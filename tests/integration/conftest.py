@@ -6,12 +6,11 @@ with all its keys, as ``redis_index_name`` does for one.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-import redis
+from redis_server import drop_index
 
 
 @pytest.fixture
@@ -24,13 +23,5 @@ def index_names(redis_url: str) -> Iterator[Callable[[], str]]:
         return names[-1]
 
     yield new
-    client = redis.Redis.from_url(redis_url)
-    try:
-        for name in names:
-            with contextlib.suppress(redis.exceptions.ResponseError):
-                client.execute_command("FT.DROPINDEX", name, "DD")
-            keys = list(client.scan_iter(match=f"{name}:*", count=1000))
-            for start in range(0, len(keys), 1000):
-                client.delete(*keys[start : start + 1000])
-    finally:
-        client.close()
+    for name in names:
+        drop_index(redis_url, name)
