@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from holodeck.cli.ingest_cmd import initialize_tools
 from holodeck.cli.options import agent_argument, agent_option, agent_path
+from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
 from holodeck.tools.vectorstore_tool import build_tools
 
@@ -57,7 +57,7 @@ def chat(
     quiet = bool(ctx.obj.get("quiet"))
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     try:
-        initialize_tools(tools, force_ingest, quiet)
+        ingest_tools(tools, force_ingest, quiet)
         code = asyncio.run(_chat(agent, interactive))
     finally:
         for tool in tools:

@@ -7,29 +7,9 @@ import json
 import click
 
 from holodeck.cli.options import agent_argument, agent_option, agent_path
-from holodeck.cli.progress import ingest_progress
+from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
-from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools
-
-
-def initialize_tools(
-    tools: list[VectorStoreTool], force: bool, quiet: bool, show_summary: bool = True
-) -> None:
-    """Initialize each tool with a progress display; print its one-line summary to stderr."""
-    for tool in tools:
-        with ingest_progress(tool.name, quiet) as progress:
-            tool.initialize_sync(force_ingest=force, progress=progress)
-        if show_summary and not quiet and tool.summary:
-            click.echo(summary_line(tool), err=True)
-
-
-def summary_line(tool: VectorStoreTool) -> str:
-    """The summary line, plus the fallback when the configured store was not reachable."""
-    assert tool.summary is not None
-    line = tool.summary.line()
-    if tool.fallback_reason:
-        line += f" (fallback: {tool.fallback_reason})"
-    return line
+from holodeck.tools.vectorstore_tool import build_tools
 
 
 @click.command()
@@ -54,7 +34,7 @@ def ingest(
         raise click.UsageError(f"{project.agent_path.name} has no vectorstore tools to ingest")
     quiet = bool(ctx.obj.get("quiet"))
     try:
-        initialize_tools(tools, force_ingest, quiet or as_json, show_summary=not as_json)
+        ingest_tools(tools, force_ingest, quiet or as_json, show_summary=not as_json)
         if as_json:
             out = []
             for tool in tools:
@@ -65,7 +45,7 @@ def ingest(
             click.echo(json.dumps({"tools": out}, indent=2))
         elif quiet:
             for tool in tools:
-                click.echo(summary_line(tool))
+                click.echo(tool.summary_line())
     finally:
         for tool in tools:
             tool.close()

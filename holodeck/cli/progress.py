@@ -18,6 +18,20 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 
 from holodeck.ingest.pipeline import Progress
+from holodeck.tools.initialize import initialize_tools
+from holodeck.tools.vectorstore_tool import VectorStoreTool
+
+
+def ingest_tools(
+    tools: list[VectorStoreTool], force: bool, quiet: bool, show_summary: bool = True
+) -> None:
+    """Initialize each tool with a progress display; its one-line summary goes to stderr."""
+
+    def done(tool: VectorStoreTool) -> None:
+        if show_summary and not quiet and tool.summary:
+            click.echo(tool.summary_line(), err=True)
+
+    initialize_tools(tools, force, lambda name: ingest_progress(name, quiet), done)
 
 
 @contextmanager

@@ -7,8 +7,8 @@ import logging
 
 import click
 
-from holodeck.cli.ingest_cmd import initialize_tools
 from holodeck.cli.options import agent_option, agent_path
+from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
 from holodeck.tools.vectorstore_tool import build_tools, clean_query
 from holodeck.vectorstore.records import ChunkFilters
@@ -51,7 +51,7 @@ def search(
         # Search keeps the index in step quietly: skipped-file warnings belong to `ingest`.
         if not ctx.obj.get("verbose"):
             logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
-        initialize_tools(tools, force=False, quiet=True)
+        ingest_tools(tools, force=False, quiet=True)
         output: list[dict[str, object]] = []
         texts: list[str] = []
         for tool in tools:

@@ -18,8 +18,8 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
-from holodeck.cli.ingest_cmd import initialize_tools
 from holodeck.cli.options import agent_argument, agent_option, agent_path
+from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
 from holodeck.config.models import TestCase
 from holodeck.errors import ConfigError
@@ -109,7 +109,7 @@ def test(
     out = _Output(Console(highlight=False, soft_wrap=True), cases, quiet)
     try:
         runner = TestRunner(project, tools, parallel, on_start=out.started, on_done=out.done)
-        initialize_tools(tools, force_ingest, quiet)
+        ingest_tools(tools, force_ingest, quiet)
         out.header(runner.mode, project.agent.model.name if project.agent.model else None)
         with out.spinner():
             suite = asyncio.run(runner.run(cases))

@@ -88,6 +88,15 @@ class VectorStoreTool:
             self.embedder.max_tokens,
         )
 
+    def summary_line(self) -> str:
+        """The last ingest's one-line summary, plus the fallback when the store was unreachable."""
+        if self.summary is None:
+            return f"{self.name}: not ingested"
+        line = self.summary.line()
+        if self.fallback_reason:
+            line += f" (fallback: {self.fallback_reason})"
+        return line
+
     def tool_definition(self) -> dict[str, Any]:
         """The function definition given to the LLM (contract: one required ``query``)."""
         return {

@@ -44,6 +44,10 @@ class ChunkRecord:
     token_count: int
     tags: list[str] = field(default_factory=list)
     language: str | None = None
+    #: Where in the file the chunk came from, as a reader names it: ``page 3``,
+    #: ``pages 3-4``, ``lines 10-42``, ``rows 2-41``, ``slide 3``, ``sheet Budget``;
+    #: empty when the format has no such notion.
+    location: str = ""
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ _TAG_FIELDS = ("tenant_id", "library_id", "book_id", "doc_id", "tags", "language
 _RECORD_FIELDS = (
     "chunk_id", "tenant_id", "library_id", "book_id", "doc_id", "chunk_index", "content",
     "vector", "embedding_model", "source_path", "mtime", "content_hash", "token_count",
-    "tags", "language",
+    "tags", "language", "location",
 )  # fmt: skip
 _INDEX_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DISTANCE = VectorQuery.DISTANCE_ID
@@ -685,6 +685,7 @@ def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
         "token_count": int(rec.token_count),
         "tags": TAG_SEPARATOR.join(rec.tags),
         "language": rec.language or "",
+        "location": rec.location,
     }
 
 
@@ -707,4 +708,5 @@ def _from_hash(row: dict[str, Any]) -> ChunkRecord:
         token_count=int(_text(row["token_count"])),
         tags=tags.split(TAG_SEPARATOR) if tags else [],
         language=_text(row.get("language", "")) or None,
+        location=_text(row.get("location", "")),
     )
