@@ -61,7 +61,7 @@ def search(
                     {"tool": tool.name, "results": [vars(r) for r in results], "hits": total}
                 )
                 continue
-            text = tool.render(query, results, total, min_score)
+            text = tool.render(query, results, total, min_score, with_locations=True)
             texts.append(text if len(tools) == 1 else f"## {tool.name}\n\n{text}")
         if as_json:
             click.echo(json.dumps({"query": query, "tools": output}, indent=2))
