@@ -1,4 +1,5 @@
-"""The contract's "Formatted Output Template" for search results, byte for byte."""
+"""The contract's "Formatted Output Template" for search results, byte for byte (what the
+LLM reads), and the same text with each result's place in its file, for people."""
 
 from __future__ import annotations
 

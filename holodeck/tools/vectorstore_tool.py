@@ -148,7 +148,7 @@ class VectorStoreTool:
             source=source,
             project_root=self.project.root,
             chunk_size=size,
-            chunk_overlap=min(self.resolved.config.chunk_overlap, size // 2),
+            chunk_overlap=min(cfg.chunk_overlap, size // 2),
             file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
             exclude=tuple(cfg.exclude),
         )
