@@ -4,9 +4,11 @@ Chunks the .txt and .md files of a folder (the real corpus of
 ``shared/tools/build-docs-corpus.sh``) with the local model's tokenizer at 256 tokens and
 50 of overlap (what `holodeck ingest` uses), then, in documents of six chunks or more, adds
 one sentence at the start of a random paragraph and counts the chunks whose text is new
-(each would be embedded again). No model runs: this is the chunker alone. Usage:
+(each would be embedded again). Then chunks one endless line (``--blob-mb`` of random
+letters and digits, no space: one token to the MiniLM tokenizer) and reports the time,
+the longest chunk and the peak memory. No model runs: this is the chunker alone. Usage:
 
-    python benchmarks/bench_chunking.py CORPUS_DIR [--files 120] [--seed 7]
+    python benchmarks/bench_chunking.py CORPUS_DIR [--files 120] [--seed 7] [--blob-mb 5]
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import argparse
 import json
 import random
 import statistics
+import string
 import time
 from pathlib import Path
 
+from _common import peak_rss_mb
+
 from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
-from holodeck.ingest.chunker import chunk_text
+from holodeck.ingest.chunker import chunk_text, max_chunk_chars
 from holodeck.ingest.discover import discover
 
 EDIT = "A brand new opening sentence, added by an editor. "
@@ -30,6 +35,7 @@ def main() -> None:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--files", type=int, default=120, help="documents sampled")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--blob-mb", type=float, default=5.0, help="size of the endless line")
     args = parser.parse_args()
     counter = HFTokenCounter.from_file(BUILTIN_TOKENIZER)
     files = [f.path for f in discover(args.corpus, file_types=[".txt", ".md"]).files]
@@ -63,6 +69,22 @@ def main() -> None:
                 "changed_chunks_per_edit_p90": sorted(changed)[int(0.9 * len(changed))],
                 "changed_chunks_per_edit_max": max(changed),
                 "cpu_s": round(time.process_time() - started, 1),
+            }
+        )
+    )
+    size = int(args.blob_mb * 1_000_000)
+    blob = "".join(rng.choices(string.ascii_letters + string.digits, k=size))
+    started = time.process_time()
+    pieces = chunk_text(blob, counter, 256, 50)
+    print(
+        json.dumps(
+            {
+                "endless_line_mb": args.blob_mb,
+                "chunks": len(pieces),
+                "longest_chunk_chars": max(len(c.text) for c in pieces),
+                "bound_chars": max_chunk_chars(256),
+                "cpu_s": round(time.process_time() - started, 1),
+                "peak_rss_mb": round(peak_rss_mb(), 1),
             }
         )
     )

@@ -1,11 +1,12 @@
 """Turn one source file into text plus where each part of it came from, or say why it cannot be.
 
 Text and markdown are decoded here (UTF-8 first, chardet's guess as the contract's
-fallback); PDF text is extracted page by page with pypdfium2 (markitdown's pdfminer path
-glued about one word in ten to its neighbours and took 50 times the CPU); CSV becomes a
-markdown table, one line per record, so chunks can name their rows; JSON is pretty-printed
-as a fenced block so keys and values stay searchable; .docx, .pptx, .xlsx and .html go
-through markitdown's converters. markitdown and pypdfium2 are imported lazily: importing
+fallback); PDF text is extracted page by page with pypdfium2 (markitdown's PDF path glued
+words together, 5.8 % of the tokens of the Debian manuals, turned prose into fake tables
+and took 46 times the CPU: benchmarks/README.md); CSV becomes a markdown table, one line
+per record, so chunks can name their rows; JSON is pretty-printed as a fenced block so
+keys and values stay searchable; .docx, .pptx, .xlsx and .html go through markitdown's
+converters. markitdown and pypdfium2 are imported lazily: importing
 them costs about a second, which a run with nothing new to convert must not pay.
 
 Every file is read from one descriptor whose real path is checked, after opening, to lie
