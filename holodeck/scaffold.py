@@ -249,7 +249,7 @@ def add_gitignore_entry(path: Path) -> str:
 
 
 def _gitignore_block() -> str:
-    return f"# holodeck's local index: rebuilt from the documents by `holodeck ingest`\n{INDEX_IGNORE}\n"
+    return f"# holodeck's local index, rebuilt by `holodeck ingest`\n{INDEX_IGNORE}\n"
 
 
 def _write(result: InitResult, path: Path, text: str, force: bool) -> None:
