@@ -19,7 +19,11 @@ from holodeck.scaffold import INDEX_IGNORE, init_project
 )
 @click.option("--force", is_flag=True, help="Overwrite agent.yaml and .holodeck/config.yaml.")
 def init(directory: str, source: str | None, force: bool) -> None:
-    """Write agent.yaml, .holodeck/config.yaml and a .gitignore entry in DIR (default: .)."""
+    """Start a project in DIR (default: .): agent.yaml, .holodeck/config.yaml, .gitignore.
+
+    The agent is named after the folder, searches docs/ (or --source) and has one test case
+    that passes on those documents once ingested. Nothing is overwritten without --force.
+    """
     result = init_project(Path(directory), source=source, force=force)
     shown = result.source + ("/" if (result.root / result.source).is_dir() else "")
     for name in result.created:

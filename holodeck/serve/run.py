@@ -88,7 +88,8 @@ def serve(
             announce(f"Serving {names} over MCP at http://{shown}:{port}{MCP_PATH}")
             anyio.run(_serve_http, server, sock)
         else:
-            announce(f"Serving {names} over MCP on stdio")
+            hint = " (for an MCP client; Ctrl-C stops)" if sys.stdin.isatty() else ""
+            announce(f"Serving {names} over MCP on stdio{hint}")
             anyio.run(_serve_stdio, server)
         announce("Stopped serving")
     finally:
