@@ -3,7 +3,9 @@
 One home for ``holodeck ingest --watch`` and ``holodeck serve``: a first pass ingests what
 changed since the last run, then every debounced batch of file changes re-ingests the tools
 whose ``source`` holds a changed path (incrementally: only the changed files cost anything).
-The watcher starts before the first pass, so nothing saved during it is missed.
+The watcher starts before the first pass, so nothing saved during it is missed. A tool
+whose source is one file has that file looked at on every tick instead (its folder may be a
+whole project, virtualenv included: too much to watch).
 
 A pass that fails for one tool is reported through ``on_error`` and the loop goes on (the
 next change retries); what the index already committed stays searchable. Hidden files and
@@ -78,7 +80,8 @@ def watch_tools(
     """
     for tool in tools:
         tool.check_source()  # a missing folder cannot be watched: the contract's error, now
-    roots = watch_roots(tools)
+    roots, recursive = watch_roots(tools)
+    files = _FileSources(tools)
     stoppable = _stoppable(progress, stop)
     once = _OncePerMessage()
     ingest_log = logging.getLogger("holodeck.ingest")
@@ -92,8 +95,9 @@ def watch_tools(
             step=STEP_MS,
             stop_event=stop,
             rust_timeout=WAKE_MS,
-            yield_on_timeout=True,
+            yield_on_timeout=True,  # a tick every WAKE_MS: pass one, and the file sources
             debug=False,  # the watcher's debug output goes to stdout: the MCP protocol's
+            recursive=recursive,
         ):
             if first:  # the watcher is running: changes from now on are seen
                 first = False
@@ -102,6 +106,7 @@ def watch_tools(
                     on_ready()
                 continue
             changed = tools_for(tools, changes)
+            changed += [t for t in files.changed(already=changed) if t not in changed]
             if changed and not stop.is_set():
                 log.debug("Changed: %s", ", ".join(sorted({p for _, p in changes})))
                 run_pass(changed, False, stoppable, on_done, on_error, first_pass=False)
@@ -148,16 +153,54 @@ def _stoppable(progress: ProgressFactory | None, stop: threading.Event) -> Progr
     return factory
 
 
-def watch_roots(tools: Iterable[VectorStoreTool]) -> list[Path]:
-    """The folders to watch: each folder source, or the folder of a file source (an editor
-    that saves by replacing the file would end a watch on the file itself); nested ones once."""
-    folders = sorted({_real(t.resolved.source) for t in tools})
-    folders = [f if f.is_dir() else f.parent for f in folders]
+def watch_roots(tools: Iterable[VectorStoreTool]) -> tuple[list[Path], bool]:
+    """The folders to watch and whether recursively: every folder source (nested ones once).
+
+    A file source is not watched through its folder, which may be a whole project with a
+    virtualenv in it; ``_FileSources`` looks at it on every tick instead. With file sources
+    only, their folders are watched, not recursively, to tick and to catch replacements.
+    """
+    sources = {_real(t.resolved.source) for t in tools}
+    folders = sorted(s for s in sources if s.is_dir())
+    if not folders:
+        return sorted({s.parent for s in sources}), False
     roots: list[Path] = []
-    for folder in sorted(set(folders)):
+    for folder in folders:
         if not any(folder.is_relative_to(r) for r in roots):
             roots.append(folder)
-    return roots
+    return roots, True
+
+
+class _FileSources:
+    """The tools whose source is one file, and that file's (mtime, size) when last looked at:
+    a change that has held still for one tick starts a pass (an editor is done writing)."""
+
+    def __init__(self, tools: Iterable[VectorStoreTool]) -> None:
+        self.tools = [t for t in tools if not t.resolved.source.is_dir()]
+        self.seen = {t.name: _signature(t.resolved.source) for t in self.tools}
+        self.done = dict(self.seen)
+
+    def changed(self, already: list[VectorStoreTool]) -> list[VectorStoreTool]:
+        """The file tools due for a pass; ``already`` are being passed for their events."""
+        due = []
+        for tool in self.tools:
+            now = _signature(tool.resolved.source)
+            if tool in already:
+                self.seen[tool.name] = self.done[tool.name] = now
+            elif now != self.seen[tool.name]:
+                self.seen[tool.name] = now  # still being written: wait one tick
+            elif now != self.done[tool.name]:
+                self.done[tool.name] = now
+                due.append(tool)
+        return due
+
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def tools_for(

@@ -208,3 +208,33 @@ def test_configuration_mistakes_are_one_line_before_serving(project: Path) -> No
         assert taken.stderr.count("\n") == 1
     finally:
         server.kill()
+
+
+def test_a_failed_first_ingest_is_a_tool_error_until_a_change_fixes_it(project: Path) -> None:
+    for doc in (project / "docs").iterdir():
+        doc.unlink()  # a folder with nothing to ingest: the contract's ValidationError
+    asyncio.run(_fix_while_serving(project))
+
+
+async def _fix_while_serving(project: Path) -> None:
+    server = HttpServer(project, "--tool", "station_docs")
+    try:
+        wait_for(lambda: "Error: station_docs: " in server.stderr(), 120, server)
+        async with Client(server.url) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["station_docs"]
+            failed = await client.call_tool("station_docs", {"query": "airlock"})
+            assert failed.is_error
+            text = failed.content[0].text
+            assert text.startswith("VectorStoreTool must be initialized before search")
+            assert "no supported files to ingest" in text
+            write(project / "docs" / "airlock.md", "The airlock cycles in ninety seconds.\n")
+            fixed = await follow(client, "station_docs", "airlock cycle", lambda r: True)
+            assert sources(fixed.structured_content) == ["docs/airlock.md"]
+        assert server.stop() == 0
+    finally:
+        server.kill()
+
+
+def test_serving_an_unknown_tool_is_refused(project: Path) -> None:
+    result = run_holodeck("serve", "--tool", "nope", cwd=project)
+    assert result.returncode == 2 and "no tool named 'nope'" in result.stderr
