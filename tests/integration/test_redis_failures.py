@@ -105,7 +105,7 @@ def test_closed_port_warns_and_falls_back_to_the_embedded_index(tmp_path: Path) 
     summary = ingested.stderr.strip().splitlines()[-1]
     assert summary.startswith(f"{LIBRARY}: 6 new")
     assert "[local] in " in summary and summary.endswith(f"(fallback: {fallback})")
-    assert (tmp_path / ".holodeck" / "index" / LIBRARY / "index.npz").is_file()
+    assert (tmp_path / ".holodeck" / "index" / LIBRARY / "index.db").is_file()
 
     shown, _ = holodeck_json("config", "show", cwd=tmp_path)
     assert shown["tools"][0]["in_use"] == f"local (fallback: {fallback})"
