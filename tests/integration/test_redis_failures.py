@@ -115,7 +115,7 @@ def test_closed_port_warns_and_falls_back_to_the_embedded_index(tmp_path: Path) 
     stats = info["tools"][0]
     assert (stats["backend"], stats["index"], stats["fallback"]) == (
         "local",
-        f".holodeck/index/{LIBRARY}",
+        f".holodeck/index/{LIBRARY}/index.db",
         fallback,
     )
     assert stats["documents"] == 6
