@@ -122,7 +122,7 @@ def test_closed_port_warns_and_falls_back_to_the_embedded_index(tmp_path: Path) 
     assert f"WARNING: Redis at {url} is unreachable" in result.stderr
     text = run_holodeck("store", "info", cwd=tmp_path).stdout
     assert f"  backend:         local (fallback: {fallback})\n" in text
-    assert f"  index:           .holodeck/index/{LIBRARY} (FLAT, COSINE)\n" in text
+    assert f"  index:           .holodeck/index/{LIBRARY}/index.db (FLAT, COSINE)\n" in text
     assert "  documents:       6\n" in text
 
     found, _ = holodeck_json("search", "sourdough starter", cwd=tmp_path)
