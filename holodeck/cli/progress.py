@@ -25,15 +25,22 @@ from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 
 def ingest_tools(
-    tools: list[VectorStoreTool], force: bool, quiet: bool, show_summary: bool = True
+    tools: list[VectorStoreTool],
+    force: bool,
+    quiet: bool,
+    show_summary: bool = True,
+    wait: bool = True,
 ) -> None:
-    """Initialize each tool with a progress display; its one-line summary goes to stderr."""
+    """Initialize each tool with a progress display; its one-line summary goes to stderr.
+
+    Readers (search, chat, test) pass ``wait=False``: they never wait for another ingest.
+    """
 
     def done(tool: VectorStoreTool) -> None:
         if show_summary and not quiet and tool.summary:
             click.echo(tool.summary_line(), err=True)
 
-    initialize_tools(tools, force, lambda name: ingest_progress(name, quiet), done)
+    initialize_tools(tools, force, lambda name: ingest_progress(name, quiet), done, wait)
 
 
 class WatchReport:

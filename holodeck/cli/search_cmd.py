@@ -52,7 +52,7 @@ def search(
         # Search keeps the index in step quietly: skipped-file warnings belong to `ingest`.
         if not ctx.obj.get("verbose"):
             logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
-        ingest_tools(tools, force=False, quiet=True)
+        ingest_tools(tools, force=False, quiet=True, wait=False)
         output: list[dict[str, object]] = []
         texts: list[str] = []
         for tool in tools:

@@ -109,7 +109,7 @@ def test(
     out = _Output(Console(highlight=False, soft_wrap=True), cases, quiet)
     try:
         runner = TestRunner(project, tools, parallel, on_start=out.started, on_done=out.done)
-        ingest_tools(tools, force_ingest, quiet)
+        ingest_tools(tools, force_ingest, quiet, wait=False)
         out.header(runner.mode, project.agent.model.name if project.agent.model else None)
         with out.spinner():
             suite = asyncio.run(runner.run(cases))

@@ -16,6 +16,7 @@ from typing import Any
 from holodeck.config.loader import Project, ResolvedTool
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
+from holodeck.errors import IngestRunning
 from holodeck.ingest.pipeline import IngestSummary, LibraryTarget, Progress, ingest_library
 from holodeck.tools.formatting import SearchResult, below_threshold, format_results, no_results
 from holodeck.vectorstore.factory import open_index
@@ -64,8 +65,13 @@ class VectorStoreTool:
     @property
     def store(self) -> VectorStore:
         """The tool's store; opening it may fall back from Redis to the local index."""
+        return self._open_store()
+
+    def _open_store(self, rebuild_unreadable: bool = False) -> VectorStore:
         if self._store is None:
-            opened = open_index(self.resolved.database, self.project.root, self.name)
+            opened = open_index(
+                self.resolved.database, self.project.root, self.name, rebuild_unreadable
+            )
             self.fallback_reason = opened.fallback_reason
             self._store = VectorStore(opened.adapter)
         return self._store
@@ -123,13 +129,19 @@ class VectorStoreTool:
         return source
 
     async def initialize(
-        self, force_ingest: bool = False, progress: Progress | None = None
+        self, force_ingest: bool = False, progress: Progress | None = None, wait: bool = True
     ) -> None:
         """Ingest the source (incrementally, or everything with ``force_ingest``)."""
-        await asyncio.to_thread(self.initialize_sync, force_ingest, progress)
+        await asyncio.to_thread(self.initialize_sync, force_ingest, progress, wait)
 
-    def initialize_sync(self, force_ingest: bool = False, progress: Progress | None = None) -> None:
-        """The blocking body of ``initialize``, for callers without an event loop."""
+    def initialize_sync(
+        self, force_ingest: bool = False, progress: Progress | None = None, wait: bool = True
+    ) -> None:
+        """The blocking body of ``initialize``, for callers without an event loop.
+
+        ``wait=False`` is for readers (search, chat, test): when another process is ingesting
+        this library, say so in one line and answer from what it has committed so far.
+        """
         source = self.check_source()
         requested = self.resolved.config.chunk_size
         size = self.chunk_size
@@ -153,9 +165,19 @@ class VectorStoreTool:
             chunk_size=size,
             chunk_overlap=min(self.resolved.config.chunk_overlap, size // 2),
         )
-        self.summary = ingest_library(
-            self.store, self.embedder, target, force=force_ingest, progress=progress
-        )
+        store = self._open_store(rebuild_unreadable=force_ingest)
+        try:
+            self.summary = ingest_library(
+                store, self.embedder, target, force=force_ingest, progress=progress, wait=wait
+            )
+        except IngestRunning:
+            if wait:
+                raise
+            log.info(
+                "%s: another ingest is running; answering from what it has stored so far",
+                self.name,
+            )
+            self.summary = None
         self.is_initialized = True
 
     async def search(self, query: str) -> str:
