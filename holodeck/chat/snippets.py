@@ -88,9 +88,14 @@ def snippet_lines(content: str, terms: frozenset[str], width: int, max_lines: in
     """
     budget = max(width * max(max_lines - 1, 1), 40)
     text = snippet(content, terms, budget)
-    return textwrap.wrap(
+    lines = textwrap.wrap(
         text, width=width, max_lines=max_lines, placeholder=f" {ELLIPSIS}", break_on_hyphens=False
     ) or [""]
+    if len(lines) > 1 and lines[-1] == ELLIPSIS:  # not a line of its own for one character
+        lines.pop()
+        if len(lines[-1]) + 2 <= width:
+            lines[-1] += f" {ELLIPSIS}"
+    return lines
 
 
 def _plain(passage: str) -> str:
