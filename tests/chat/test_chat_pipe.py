@@ -63,19 +63,28 @@ def test_commands_in_line_mode(example: Path) -> None:
     assert "/show N   result N of the last message, whole" in out
     assert "knowledge_base: Search the Skyline documentation" in out
 
+    # The same search from the shell, to compare with what the chat shows.
+    found = run_holodeck("search", "--json", "-a", "agent.yaml.example", question, cwd=example)
+    results = json.loads(found.stdout)["tools"][0]["results"]
+
     # /sources: one row per result (rank, tool, source, location, score), none of their text
     lines = out.splitlines()
     top = lines.index(next(line for line in lines if line.startswith("#  tool")))
     assert lines[top].split() == ["#", "tool", "source", "location", "score"]
     rows = [ROW.match(line) for line in lines[top + 1 : top + 6]]
     assert all(rows), "\n".join(lines[top : top + 6])
-    assert [int(r.group(1)) for r in rows if r] == [1, 2, 3, 4, 5]
-    assert {r.group(3) for r in rows if r} == {"-"}  # no converter gives a location yet
+    assert [r.groups() for r in rows if r] == [
+        (str(r["rank"]), r["source_path"], r["location"] or "-", f"{r['score']:.2f}")
+        for r in results
+    ]
 
     # /show 1: the first result whole, exactly as the search found it
-    found = run_holodeck("search", "--json", "-a", "agent.yaml.example", question, cwd=example)
-    best = json.loads(found.stdout)["tools"][0]["results"][0]
-    shown = f"[1] Score: {best['score']:.2f} | Source: {best['source_path']}\n{best['content']}\n"
+    best = results[0]
+    where = f" | Location: {best['location']}" if best["location"] else ""
+    shown = (
+        f"[1] Score: {best['score']:.2f} | Source: {best['source_path']}{where}\n"
+        f"{best['content']}\n"
+    )
     assert lines[top + 6] == shown.splitlines()[0]
     assert shown in out
     assert "/show takes a result number from 1 to 5." in out

@@ -89,7 +89,7 @@ def test_retrieval_only_session(example: Path) -> None:
         child.expect_exact("/show N prints result N whole; /sources lists them.")
         child.expect_exact(PROMPT)
         child.sendline("/sources")
-        child.expect(r"1\s+knowledge_base\s+examples/docs/guides/retries\.md\s+-\s+0\.\d\d")
+        child.expect(r"1\s+knowledge_base\s+examples/docs/guides/retries\.md\s+.+?\s+0\.\d\d")
         child.expect(r"5\s+knowledge_base\s+")
         child.expect_exact(PROMPT)
         child.sendline("/show 1")
