@@ -1,7 +1,8 @@
 """Text the chat shows besides LLM answers: search results, tool-call lines, commands, banners.
 
-The terminal and the line mode (pipes, scripts) show the same words; the terminal adds
-styles (rich ``Text``: the query's words highlighted), the line mode prints ``Text.plain``.
+The terminal and the line mode (pipes, scripts) show the same facts; the terminal adds
+styles (rich ``Text``: the query's words highlighted) and shorter result headers, the line
+mode prints ``Text.plain`` in a stable form for scripts.
 Results are numbered across the last message's searches, so ``/show N`` names one.
 """
 
@@ -74,27 +75,35 @@ def numbered(records: list[ToolCallRecord]) -> list[tuple[int, ToolCallRecord, S
     return out
 
 
-def result_header(number: int, result: SearchResult) -> Text:
-    """``[N] Score: 0.71 | Source: path | Location: lines 10-42`` (no location when unknown).
+def result_header(number: int, result: SearchResult, terminal: bool = False) -> Text:
+    """A result's first line; the location only when known.
 
-    The contract's result line, so scripts that read the tool's output read this too.
+    Plain (pipes): ``[N] Score: 0.71 | Source: path | Location: lines 10-42``, the contract's
+    result line, so scripts that read the tool's output read this too. Terminal: the same
+    facts in less width, ``[N] 0.71  path (lines 10-42)``, so path and location fit 80 columns.
     """
     line = Text()
     line.append(f"[{number}]", style="bold")
-    line.append(f" Score: {result.score:.2f}", style="dim")
-    line.append(" | Source: ", style="dim")
-    line.append(result.source_path, style="green")
+    if terminal:
+        line.append(f" {result.score:.2f}  ", style="dim")
+        line.append(result.source_path, style="green")
+        if result.location:
+            line.append(f" ({result.location})", style="green")
+        return line
+    line.append(f" Score: {result.score:.2f} | Source: {result.source_path}")
     if result.location:
-        line.append(" | Location: ", style="dim")
-        line.append(result.location, style="green")
+        line.append(f" | Location: {result.location}")
     return line
 
 
-def compact_results(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> Text:
+def compact_results(
+    records: list[ToolCallRecord], width: int = MAX_WIDTH, terminal: bool = False
+) -> Text:
     """The retrieval-only answer: per result its header and a few lines around the best match.
 
     Each search's results come under a ``## tool`` heading when there are several searches;
-    a search with no results or an error shows the tool's own text for it.
+    a search with no results or an error shows the tool's own text for it. ``terminal``
+    chooses the header's form (``result_header``).
     """
     width = min(width, MAX_WIDTH) - len(INDENT)
     numbers = iter(numbered(records))
@@ -106,14 +115,14 @@ def compact_results(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> Te
         terms = query_terms(record.query or "")
         for _ in record.results:
             number, _, result = next(numbers)
-            lines.append(result_header(number, result))
+            lines.append(result_header(number, result, terminal))
             for line in snippet_lines(result.content, terms, width, SNIPPET_LINES):
                 lines.append(highlighted(INDENT + line, terms))
         blocks.append(Text("\n").join(lines))
     return Text("\n\n").join(blocks)
 
 
-def show_result(records: list[ToolCallRecord], arg: str) -> Text:
+def show_result(records: list[ToolCallRecord], arg: str, terminal: bool = False) -> Text:
     """``/show N``: result N of the last message, header and whole text."""
     results = numbered(records)
     if not results:
@@ -122,7 +131,7 @@ def show_result(records: list[ToolCallRecord], arg: str) -> Text:
         return Text(f"/show takes a result number from 1 to {len(results)}.")
     number, record, result = results[int(arg) - 1]
     body = highlighted(result.content, query_terms(record.query or ""))
-    return Text("\n").join([result_header(number, result), body])
+    return Text("\n").join([result_header(number, result, terminal), body])
 
 
 def highlighted(text: str, terms: frozenset[str]) -> Text:

@@ -111,7 +111,7 @@ class ChatSession:
         elif name == "/tools":
             self._show(tools_text(self.agent))
         elif name == "/show":
-            self._show(show_result(self.last_calls, arg))
+            self._show(show_result(self.last_calls, arg, self.interactive))
         elif name == "/sources":
             self._show(sources_text(self.last_calls))
         elif name == "/clear":
@@ -146,7 +146,7 @@ class ChatSession:
         self.last_calls = result.tool_calls
         if self.agent.retrieval_only:
             width = self.console.width if self.interactive else MAX_WIDTH
-            out.results(compact_results(result.tool_calls, width))
+            out.results(compact_results(result.tool_calls, width, self.interactive))
         out.finish()
         if self.interactive and self.agent.retrieval_only and not self.hinted:
             self.hinted = any(record.results for record in result.tool_calls)
@@ -312,9 +312,8 @@ class _TerminalOutput:
 
     def results(self, answer: Text) -> None:
         self._stop()
-        answer.no_wrap = True  # snippets come wrapped; a header too long is cut with "…"
-        answer.overflow = "ellipsis"
-        self.console.print(answer)
+        # Snippets come wrapped to the width; a header too long is cut with "…", not wrapped.
+        self.console.print(answer, no_wrap=True, overflow="ellipsis")
 
     def finish(self) -> None:
         self._stop()

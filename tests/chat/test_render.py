@@ -82,6 +82,9 @@ def test_location_from_the_store_is_shown_when_known(tmp_path: Path) -> None:
     assert lines[1] == f"    {text}"
     assert lines[2].startswith(f"[2] Score: {results[1].score:.2f} | Source: docs/pump.md")
 
+    on_terminal = compact_results([searched("kb", "how", results)], terminal=True).plain
+    assert on_terminal.splitlines()[0] == f"[1] {score}  docs/manual.pdf (page 3)"
+
     table = sources_text([searched("kb", "how do I bleed the pump?", results)]).splitlines()
     assert table[0].split() == ["#", "tool", "source", "location", "score"]
     assert table[1].split() == ["1", "kb", "docs/manual.pdf", "page", "3", score]
