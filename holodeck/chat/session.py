@@ -4,7 +4,7 @@ On a terminal: prompt_toolkit for line editing and history, answers streamed as 
 Markdown, Ctrl-C stops the answer in progress and returns to the prompt. Otherwise (pipes,
 scripts): each input line is a message, answers go to stdout as plain text, tool lines and
 errors to stderr, and the exit code is 3 if any message failed. Without an LLM an answer is
-the compact list of results (``render.compact_results``), the same words in both modes.
+the compact list of results (``render.compact_results``), the same facts in both modes.
 """
 
 from __future__ import annotations
