@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 import click
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -18,6 +17,7 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 
+from holodeck.console import make_console
 from holodeck.ingest.pipeline import Progress
 from holodeck.redact import redact_url
 from holodeck.tools.initialize import initialize_tools
@@ -100,7 +100,7 @@ def ingest_progress(tool: str, quiet: bool = False) -> Iterator[Progress]:
     if not sys.stderr.isatty():
         yield _plain(tool)
         return
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -20,6 +20,7 @@ class SearchResult:
     book_id: str = ""
     library_id: str = ""
     chunk_index: int = 0
+    location: str = ""  # where in the file: "page 3", "lines 10-42"; "" when unknown
 
 
 def format_results(results: list[SearchResult]) -> str:

@@ -241,6 +241,7 @@ class VectorStoreTool:
                 book_id=h.record.book_id,
                 library_id=h.record.library_id,
                 chunk_index=h.record.chunk_index,
+                location=h.record.location,
             )
             for i, h in enumerate(kept, start=1)
         ]
