@@ -33,3 +33,7 @@ class EmbeddingError(HoloDeckError, RuntimeError):
 
 class LLMError(HoloDeckError):
     """The LLM could not answer (unreachable, bad key, model not found)."""
+
+
+class IngestRunning(IngestError):
+    """Another ingest holds the library: a writer waits for it, a reader answers without."""

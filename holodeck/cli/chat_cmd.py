@@ -57,7 +57,7 @@ def chat(
     quiet = bool(ctx.obj.get("quiet"))
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     try:
-        ingest_tools(tools, force_ingest, quiet)
+        ingest_tools(tools, force_ingest, quiet, wait=False)
         code = asyncio.run(_chat(agent, interactive))
     finally:
         for tool in tools:

@@ -62,7 +62,7 @@ def describe_tool(
     if db is None:
         database: dict[str, Any] = {
             "provider": "local",
-            "path": f".holodeck/index/{tool.name}",
+            "path": f".holodeck/index/{tool.name}/index.db",
             "origin": tool.database_origin,
         }
     else:

@@ -10,6 +10,7 @@ import click
 from holodeck.cli.options import agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
+from holodeck.tools.formatting import search_json, tool_results_json
 from holodeck.tools.vectorstore_tool import build_tools, clean_query
 from holodeck.vectorstore.records import ChunkFilters
 
@@ -51,20 +52,18 @@ def search(
         # Search keeps the index in step quietly: skipped-file warnings belong to `ingest`.
         if not ctx.obj.get("verbose"):
             logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
-        ingest_tools(tools, force=False, quiet=True)
+        ingest_tools(tools, force=False, quiet=True, wait=False)
         output: list[dict[str, object]] = []
         texts: list[str] = []
         for tool in tools:
             results, total = tool.find(query, top_k=top_k, min_score=min_score, filters=filters)
             if as_json:
-                output.append(
-                    {"tool": tool.name, "results": [vars(r) for r in results], "hits": total}
-                )
+                output.append(tool_results_json(tool.name, results, total))
                 continue
             text = tool.render(query, results, total, min_score, with_locations=True)
             texts.append(text if len(tools) == 1 else f"## {tool.name}\n\n{text}")
         if as_json:
-            click.echo(json.dumps({"query": query, "tools": output}, indent=2))
+            click.echo(json.dumps(search_json(query, output), indent=2))
         else:
             click.echo("\n\n".join(texts))
     finally:

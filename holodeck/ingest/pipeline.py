@@ -1,8 +1,9 @@
 """Incremental ingestion of one library: plan what changed, then convert, chunk, embed, store.
 
-The order of writes makes every interruption repairable: a document's state is forgotten
-before its chunks change and recorded only after its new chunks are stored, so a document cut
-short by a crash has no state and the re-run ingests it again (its partial chunks go first).
+Every write goes through the ``VectorStore`` (which checks, then passes to the adapter). A
+document is written whole: its old state and chunks go and its new chunks and state come in
+together (one transaction on the SQLite index), so an interruption leaves the documents
+committed so far intact and the re-run redoes the rest.
 """
 
 from __future__ import annotations
@@ -37,12 +38,11 @@ from holodeck.vectorstore.store import VectorStore
 
 log = logging.getLogger("holodeck.ingest")
 
-#: Chunks embedded together: big enough to keep the model busy, small enough to save often.
+#: Chunks embedded together: big enough to keep the model busy, small enough to commit often.
 EMBED_BATCH = 32
-#: Save progress at least this often, so an interrupted long ingest keeps most of its work
-#: (``HOLODECK_CHECKPOINT_SECONDS`` overrides it: saving is a full rewrite of a local index).
-CHECKPOINT_SECONDS = float(os.environ.get("HOLODECK_CHECKPOINT_SECONDS", "20"))
-LOCK_TIMEOUT = 60.0
+#: Seconds an ingest waits for another ingest of the same library before giving up
+#: (``HOLODECK_LOCK_TIMEOUT`` overrides it).
+LOCK_TIMEOUT = float(os.environ.get("HOLODECK_LOCK_TIMEOUT", "60"))
 
 
 @dataclass
@@ -121,12 +121,16 @@ def ingest_library(
     *,
     force: bool = False,
     progress: Progress | None = None,
+    wait: bool = True,
 ) -> IngestSummary:
-    """Bring one library in step with its source folder; returns what was done."""
+    """Bring one library in step with its source folder; returns what was done.
+
+    With ``wait=False`` (readers: search, chat, test) another running ingest of the library
+    raises ``IngestRunning`` at once instead of being waited for.
+    """
     started = time.perf_counter()
     progress = progress or Progress()
-    adapter = store.adapter
-    summary = IngestSummary(tool=target.library_id, backend=adapter.backend)
+    summary = IngestSummary(tool=target.library_id, backend=store.adapter.backend)
     found = discover(target.source, target.file_types, target.exclude)
     skips = SkipReport(target.project_root, target.tenant_id, target.library_id, target.source)
     for s in found.skipped:
@@ -139,12 +143,13 @@ def ingest_library(
             f"{target.source}: no supported files to ingest "
             f"(file types of this tool: {' '.join(target.file_types)})"
         )
-    with adapter.library_lock(target.tenant_id, target.library_id, LOCK_TIMEOUT):
+    timeout = LOCK_TIMEOUT if wait else 0.0
+    with store.library_lock(target.tenant_id, target.library_id, timeout):
         summary.rebuilt = _check_model(store, embedder, target, force)
         run = _Run(store, embedder, target, summary, progress, force, skips)
         run.execute(found.files)
     skips.finish()
-    summary.chunks_total = adapter.count(target.tenant_id, target.library_id)
+    summary.chunks_total = store.count(target.tenant_id, target.library_id)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -157,8 +162,7 @@ def _check_model(
     wanted = IndexInfo(embedder.model_id, embedder.dimensions)
     if info is None or info == wanted:
         return False
-    adapter = store.adapter
-    others = adapter.total_count() - adapter.count(target.tenant_id, target.library_id)
+    others = store.total_count() - store.count(target.tenant_id, target.library_id)
     if others > 0:  # a rebuild would drop them: --force-ingest is no way out here
         raise IngestError(
             f"the shared index holds {others} chunks of other libraries made with "
@@ -177,7 +181,7 @@ def _check_model(
         wanted.embedding_model,
         target.library_id,
     )
-    adapter.recreate(wanted)
+    store.rebuild(wanted)
     return True
 
 
@@ -195,7 +199,6 @@ class _Run:
         skips: SkipReport,
     ) -> None:
         self.store = store
-        self.adapter = store.adapter
         self.embedder = embedder
         self.t = target
         self.summary = summary
@@ -203,11 +206,10 @@ class _Run:
         self.force = force
         self.skips = skips
         self.pending: list[_Pending] = []
-        self.last_save = time.monotonic()
 
     def execute(self, files: list[SourceFile]) -> None:
         t = self.t
-        states = self.adapter.doc_states(t.tenant_id, t.library_id)
+        states = self.store.doc_states(t.tenant_id, t.library_id)
         present = {f.rel_path for f in files}
         for doc_id in sorted(set(states) - present):
             self._remove(doc_id)
@@ -226,7 +228,7 @@ class _Run:
                 continue
             if state and not self.force and state.content_hash == digest:
                 self.summary.touched += 1
-                self.adapter.set_doc_state(
+                self.store.set_doc_state(
                     t.tenant_id,
                     t.library_id,
                     DocState(f.rel_path, f.mtime, f.size, digest, state.chunk_count),
@@ -249,7 +251,7 @@ class _Run:
                 self._write_pending()
         self._write_pending()
         self._remove_orphans()
-        self.adapter.flush()
+        self.store.flush()
 
     def _prepare(self, f: SourceFile, digest: str, is_new: bool) -> bool:
         """Convert and chunk one file, reusing the vectors of chunks whose text is unchanged."""
@@ -275,7 +277,7 @@ class _Run:
         locations = locate(text, converted.anchors, spans)
         old = {}
         if not self.force:
-            for rec in self.adapter.get_doc_chunks(t.tenant_id, t.library_id, f.rel_path):
+            for rec in self.store.doc_chunks(t.tenant_id, t.library_id, f.rel_path):
                 if rec.embedding_model == self.embedder.model_id:
                     old[rec.content_hash] = rec.vector
         source_path = _display_path(f.path, t.project_root)
@@ -334,28 +336,21 @@ class _Run:
         t = self.t
         for p in self.pending:
             doc = p.file.rel_path
-            self.adapter.delete_doc_state(t.tenant_id, t.library_id, doc)
+            state = DocState(doc, p.file.mtime, p.file.size, p.digest, len(p.records))
             try:
-                self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc)
-                self.store.upsert_chunks(t.tenant_id, p.records)
+                self.store.write_document(t.tenant_id, t.library_id, doc, p.records, state)
             except ValidationError as exc:  # an id this backend cannot store: nothing written
                 self._fail(doc, str(exc))
+                if not p.is_new:
+                    self.store.remove_document(t.tenant_id, t.library_id, doc)
                 self.progress.advance(doc)
                 continue
-            self.adapter.set_doc_state(
-                t.tenant_id,
-                t.library_id,
-                DocState(doc, p.file.mtime, p.file.size, p.digest, len(p.records)),
-            )
             if p.is_new:
                 self.summary.new += 1
             else:
                 self.summary.changed += 1
             self.progress.advance(doc)
         self.pending.clear()
-        if time.monotonic() - self.last_save > CHECKPOINT_SECONDS:
-            self.adapter.flush()
-            self.last_save = time.monotonic()
 
     def _fail(self, rel_path: str, reason: str) -> None:
         """A file that cannot be ingested: warn, count it, and go on with the others."""
@@ -364,21 +359,20 @@ class _Run:
         self.summary.skipped_files.append({"path": rel_path, "reason": reason})
 
     def _remove(self, doc_id: str, count: bool = True) -> None:
-        """Take a document out of the index: its state first, then its chunks."""
-        t = self.t
-        self.adapter.delete_doc_state(t.tenant_id, t.library_id, doc_id)
-        self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc_id)
+        """Take a document out of the index: its state and its chunks."""
+        self.store.remove_document(self.t.tenant_id, self.t.library_id, doc_id)
         self.summary.removed += int(count)
 
     def _remove_orphans(self) -> None:
-        """Chunks left by a document cut short by a crash whose file has since gone."""
+        """Chunks without a document state whose file has since gone (a backend without
+        transactions interrupted between a document's chunks and its state)."""
         t = self.t
-        states = self.adapter.doc_states(t.tenant_id, t.library_id)
+        states = self.store.doc_states(t.tenant_id, t.library_id)
         expected = sum(s.chunk_count for s in states.values())
-        if self.adapter.count(t.tenant_id, t.library_id) == expected:
+        if self.store.count(t.tenant_id, t.library_id) == expected:
             return
-        for doc_id in self.adapter.doc_ids(t.tenant_id, t.library_id) - set(states):
-            removed = self.adapter.delete_by_doc(t.tenant_id, t.library_id, doc_id)
+        for doc_id in self.store.doc_ids(t.tenant_id, t.library_id) - set(states):
+            removed = self.store.remove_document(t.tenant_id, t.library_id, doc_id)
             log.debug("Removed %d orphan chunks of %s", removed, doc_id)
 
 

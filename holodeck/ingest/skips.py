@@ -3,9 +3,10 @@
 A folder with a few images or a scanned PDF would otherwise repeat the same warnings on every
 ``ingest``, ``search``, ``chat`` and ``test``, and the one new problem would drown in them.
 So each skip is warned the first time it is seen; the skips of a library are remembered in a
-small file under the project's ``.holodeck/skipped/``, and a run that meets the same skips
-again says ``N files skipped (see -v)`` instead (``-v`` lists them). A file is warned at most
-once per process, even when two tools read the same folder.
+small file under the project's ``.holodeck/index/.skipped/`` (machine-local state, ignored
+by git with the local index), and a run that meets the same skips again says ``N files
+skipped (see -v)`` instead (``-v`` lists them). A file is warned at most once per process,
+even when two tools read the same folder.
 
 The memory is only a courtesy: failing to read or write it never stops an ingest (the
 warnings are then repeated), and it is only updated when the warnings could be seen.
@@ -35,7 +36,7 @@ class SkipReport:
 
     def __init__(self, project_root: Path, tenant_id: str, library_id: str, source: Path) -> None:
         name = f"{_UNSAFE.sub('_', library_id)}--{_UNSAFE.sub('_', tenant_id)}.json"
-        self.memory = project_root / ".holodeck" / "skipped" / name
+        self.memory = project_root / ".holodeck" / "index" / ".skipped" / name
         self.library_id = library_id
         self.tenant_id = tenant_id
         self.source = source

@@ -1,9 +1,11 @@
 """The contract's "Formatted Output Template" for search results, byte for byte (what the
-LLM reads), and the same text with each result's place in its file, for people."""
+LLM reads), the same text with each result's place in its file (for people), and the JSON
+form of the same results (``holodeck search --json``, MCP structured content)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass
@@ -20,7 +22,7 @@ class SearchResult:
     library_id: str = ""
     chunk_index: int = 0
     #: Where in the file: ``page 3``, ``lines 10-42``, ``rows 2-41``...; empty when unknown.
-    #: Shown to people (CLI, reports), never in the contract's formatted output.
+    #: Shown to people (CLI, reports, JSON), never in the contract's formatted output.
     location: str = ""
 
     @property
@@ -51,3 +53,13 @@ def no_results(query: str) -> str:
 def below_threshold(min_score: float) -> str:
     """Results existed but all scored under ``min_similarity_score``."""
     return f"No results above similarity threshold {min_score}"
+
+
+def tool_results_json(tool: str, results: list[SearchResult], hits: int) -> dict[str, Any]:
+    """One tool's results as plain JSON values (``hits``: results before the score filter)."""
+    return {"tool": tool, "results": [asdict(r) for r in results], "hits": hits}
+
+
+def search_json(query: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``holodeck search --json`` prints: the query and each tool's results."""
+    return {"query": query, "tools": tools}

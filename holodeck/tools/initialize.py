@@ -21,10 +21,14 @@ def initialize_tools(
     force: bool = False,
     progress: ProgressFactory | None = None,
     on_done: Callable[[VectorStoreTool], None] | None = None,
+    wait: bool = True,
 ) -> None:
-    """Initialize each tool in turn (incremental ingest, or all with ``force``)."""
+    """Initialize each tool in turn (incremental ingest, or all with ``force``).
+
+    ``wait=False`` for readers: a library another process is ingesting is searched as it is.
+    """
     for tool in tools:
         with progress(tool.name) if progress else nullcontext(Progress()) as callbacks:
-            tool.initialize_sync(force_ingest=force, progress=callbacks)
+            tool.initialize_sync(force_ingest=force, progress=callbacks, wait=wait or force)
         if on_done is not None:
             on_done(tool)

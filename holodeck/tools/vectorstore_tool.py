@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 from holodeck.config.loader import Project, ResolvedTool
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
+from holodeck.errors import IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.discover import DEFAULT_FILE_TYPES
 from holodeck.ingest.pipeline import IngestSummary, LibraryTarget, Progress, ingest_library
@@ -65,8 +67,13 @@ class VectorStoreTool:
     @property
     def store(self) -> VectorStore:
         """The tool's store; opening it may fall back from Redis to the local index."""
+        return self._open_store()
+
+    def _open_store(self, rebuild_unreadable: bool = False) -> VectorStore:
         if self._store is None:
-            opened = open_index(self.resolved.database, self.project.root, self.name)
+            opened = open_index(
+                self.resolved.database, self.project.root, self.name, rebuild_unreadable
+            )
             self.fallback_reason = opened.fallback_reason
             self._store = VectorStore(opened.adapter)
         return self._store
@@ -113,20 +120,31 @@ class VectorStoreTool:
             },
         }
 
-    async def initialize(
-        self, force_ingest: bool = False, progress: Progress | None = None
-    ) -> None:
-        """Ingest the source (incrementally, or everything with ``force_ingest``)."""
-        await asyncio.to_thread(self.initialize_sync, force_ingest, progress)
-
-    def initialize_sync(self, force_ingest: bool = False, progress: Progress | None = None) -> None:
-        """The blocking body of ``initialize``, for callers without an event loop."""
+    def check_source(self) -> Path:
+        """The source path; FileNotFoundError (the contract's) naming the field when missing."""
         source = self.resolved.source
         if not source.exists():
             raise FileNotFoundError(
                 f"{self.project.display(self.project.agent_path)}: tools[{self.name}].source: "
                 f"{self.resolved.config.source} does not exist (relative to {self.project.root})"
             )
+        return source
+
+    async def initialize(
+        self, force_ingest: bool = False, progress: Progress | None = None, wait: bool = True
+    ) -> None:
+        """Ingest the source (incrementally, or everything with ``force_ingest``)."""
+        await asyncio.to_thread(self.initialize_sync, force_ingest, progress, wait)
+
+    def initialize_sync(
+        self, force_ingest: bool = False, progress: Progress | None = None, wait: bool = True
+    ) -> None:
+        """The blocking body of ``initialize``, for callers without an event loop.
+
+        ``wait=False`` is for readers (search, chat, test): when another process is ingesting
+        this library, say so in one line and answer from what it has committed so far.
+        """
+        source = self.check_source()
         cfg = self.resolved.config
         requested = cfg.chunk_size
         size = self.chunk_size
@@ -152,9 +170,19 @@ class VectorStoreTool:
             file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
             exclude=tuple(cfg.exclude),
         )
-        self.summary = ingest_library(
-            self.store, self.embedder, target, force=force_ingest, progress=progress
-        )
+        store = self._open_store(rebuild_unreadable=force_ingest)
+        try:
+            self.summary = ingest_library(
+                store, self.embedder, target, force=force_ingest, progress=progress, wait=wait
+            )
+        except IngestRunning:
+            if wait:
+                raise
+            log.info(
+                "%s: another ingest is running; answering from what it has stored so far",
+                self.name,
+            )
+            self.summary = None
         self.is_initialized = True
 
     async def search(self, query: str) -> str:
@@ -220,13 +248,13 @@ class VectorStoreTool:
                 rank=i,
                 score=h.score,
                 source_path=h.record.source_path,
-                location=h.record.location,
                 content=h.record.content[:bound],
                 chunk_id=h.record.chunk_id,
                 doc_id=h.record.doc_id,
                 book_id=h.record.book_id,
                 library_id=h.record.library_id,
                 chunk_index=h.record.chunk_index,
+                location=h.record.location,
             )
             for i, h in enumerate(kept, start=1)
         ]

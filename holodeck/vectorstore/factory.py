@@ -39,10 +39,20 @@ def local_index_folder(project_root: Path, tool_name: str) -> Path:
     return project_root / ".holodeck" / "index" / tool_name
 
 
-def open_index(database: DatabaseConfig | None, project_root: Path, tool_name: str) -> OpenedIndex:
-    """The adapter for a tool; Redis unreachable -> WARNING and the embedded local index."""
+def open_index(
+    database: DatabaseConfig | None,
+    project_root: Path,
+    tool_name: str,
+    rebuild_unreadable: bool = False,
+) -> OpenedIndex:
+    """The adapter for a tool; Redis unreachable -> WARNING and the embedded local index.
+
+    ``rebuild_unreadable`` (``--force-ingest``): a local index that cannot be read is moved
+    aside and started anew instead of refused.
+    """
     if database is None:
-        return OpenedIndex(LocalIndexAdapter(local_index_folder(project_root, tool_name)))
+        folder = local_index_folder(project_root, tool_name)
+        return OpenedIndex(LocalIndexAdapter(folder, rebuild_unreadable=rebuild_unreadable))
     try:
         adapter = _redis_adapter(database)
         adapter.describe()  # connects: fail here, at start, not in the middle of work
@@ -55,8 +65,9 @@ def open_index(database: DatabaseConfig | None, project_root: Path, tool_name: s
             reason,
             tool_name,
         )
+        folder = local_index_folder(project_root, tool_name)
         return OpenedIndex(
-            LocalIndexAdapter(local_index_folder(project_root, tool_name)),
+            LocalIndexAdapter(folder, rebuild_unreadable=rebuild_unreadable),
             fallback_reason=_unreachable(url),
         )
     return OpenedIndex(adapter)

@@ -9,6 +9,7 @@ is refused; an empty library scope finds nothing without asking the adapter.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 
@@ -19,7 +20,13 @@ from holodeck.vectorstore.errors import (
     TENANT_MISMATCH,
     StoreError,
 )
-from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, IndexInfo
+from holodeck.vectorstore.records import (
+    ChunkFilters,
+    ChunkHit,
+    ChunkRecord,
+    DocState,
+    IndexInfo,
+)
 
 
 class VectorStore:
@@ -36,6 +43,33 @@ class VectorStore:
         """Store the chunks of a document; the whole batch is refused on any bad record."""
         if not records:
             return
+        self._check(tenant_id, records)
+        self.adapter.upsert(records)
+
+    def write_document(
+        self,
+        tenant_id: str,
+        library_id: str,
+        doc_id: str,
+        records: Sequence[ChunkRecord],
+        state: DocState | None,
+    ) -> int:
+        """Replace one document: its state and old chunks go, ``records`` and ``state`` come in.
+
+        One transaction where the backend has them (``local``, ``memory``); elsewhere in an
+        order a re-run repairs (state last). ``records`` are checked like ``upsert_chunks``
+        before anything changes. Returns the number of old chunks removed.
+        """
+        if records:
+            self._check(tenant_id, records)
+        return self.adapter.replace_document(tenant_id, library_id, doc_id, records, state)
+
+    def remove_document(self, tenant_id: str, library_id: str, doc_id: str) -> int:
+        """Take a document out: its state and chunks go together. Returns chunks removed."""
+        return self.adapter.replace_document(tenant_id, library_id, doc_id, [], None)
+
+    def _check(self, tenant_id: str, records: Sequence[ChunkRecord]) -> None:
+        """Refuse the batch on a record of another tenant, model or vector length."""
         for rec in records:
             if rec.tenant_id != tenant_id:
                 raise StoreError(
@@ -57,7 +91,6 @@ class VectorStore:
                     f"({length} dims) but the index holds {info.embedding_model} "
                     f"({info.dimensions} dims); nothing was written",
                 )
-        self.adapter.upsert(records)
 
     def search(
         self,
@@ -88,3 +121,42 @@ class VectorStore:
     def move_book(self, tenant_id: str, book_id: str, library_id: str) -> int:
         """Move a book to another library: metadata only, the vectors stay."""
         return self.adapter.move_book(tenant_id, book_id, library_id)
+
+    # -- pass-through: what the ingest pipeline reads and maintains ----------------------
+    def rebuild(self, info: IndexInfo) -> None:
+        """Drop the whole index and create it for ``info`` (a changed embedding model)."""
+        self.adapter.recreate(info)
+
+    def total_count(self) -> int:
+        """Chunks in the whole index, every tenant and library."""
+        return self.adapter.total_count()
+
+    def count(self, tenant_id: str, library_id: str) -> int:
+        """Chunks of one library."""
+        return self.adapter.count(tenant_id, library_id)
+
+    def doc_states(self, tenant_id: str, library_id: str) -> dict[str, DocState]:
+        """What the index knows of each stored document of a library."""
+        return self.adapter.doc_states(tenant_id, library_id)
+
+    def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:
+        """Record a document whose chunks are already stored (a touched file)."""
+        self.adapter.set_doc_state(tenant_id, library_id, state)
+
+    def doc_chunks(self, tenant_id: str, library_id: str, doc_id: str) -> list[ChunkRecord]:
+        """The stored chunks of one document with their vectors, in order (for reuse)."""
+        return self.adapter.get_doc_chunks(tenant_id, library_id, doc_id)
+
+    def doc_ids(self, tenant_id: str, library_id: str) -> set[str]:
+        """Documents that have chunks in a library (to find orphans)."""
+        return self.adapter.doc_ids(tenant_id, library_id)
+
+    def library_lock(
+        self, tenant_id: str, library_id: str, timeout: float
+    ) -> AbstractContextManager[None]:
+        """Held by an ingest: two ingests of one library never interleave."""
+        return self.adapter.library_lock(tenant_id, library_id, timeout)
+
+    def flush(self) -> None:
+        """End of an ingest: let the backend tidy up (nothing is left unsaved before)."""
+        self.adapter.flush()

@@ -100,7 +100,7 @@ def test_scenario_4_no_config_anywhere_uses_embedded_default(tmp_path: Path) -> 
     tool = data["tools"][0]
     assert tool["database"] == {
         "provider": "local",
-        "path": ".holodeck/index/docs",
+        "path": ".holodeck/index/docs/index.db",
         "origin": "default",
     }
     assert tool["embedding_model"] == "all-MiniLM-L6-v2"

@@ -85,7 +85,8 @@ def test_mixed_folder_ingests_supported_files_and_warns_about_the_rest(mixed_pro
     assert docs == {"guide.md", "notes.txt", "table.csv", "codes.json", "manual.pdf", "latin1.txt"}
     latin = index.get_doc_chunks("ingest-test", "kb", "latin1.txt")[0].content
     assert "café crème coûte" in latin
-    assert "hunter2" not in json.dumps([r.content for r in index._records.values()])
+    stored = [c.content for d in docs for c in index.get_doc_chunks("ingest-test", "kb", d)]
+    assert "hunter2" not in json.dumps(stored)
     guide = index.get_doc_chunks("ingest-test", "kb", "guide.md")[0]
     assert (guide.tags, guide.language) == (["ops"], "en")
     assert "tags:" not in guide.content
@@ -169,10 +170,15 @@ def test_no_supported_files_is_a_validation_error(tmp_path: Path) -> None:
 
 def _index_contents(folder: Path) -> tuple[dict, dict]:
     index = LocalIndexAdapter(folder)
-    chunks = {(r.doc_id, r.chunk_index): (r.content, r.vector) for r in index._records.values()}
+    chunks = {
+        (r.doc_id, r.chunk_index): (r.chunk_id, r.content, r.vector)
+        for doc in index.doc_ids("ingest-test", "kb")
+        for r in index.get_doc_chunks("ingest-test", "kb", doc)
+    }
     states = {
         d: (s.content_hash, s.chunk_count) for d, s in index.doc_states("ingest-test", "kb").items()
     }
+    index.close()
     return chunks, states
 
 
@@ -184,7 +190,7 @@ def test_kill_9_mid_ingest_then_rerun_equals_a_clean_run(tmp_path: Path) -> None
     clean = tmp_path / "clean"
     shutil.copytree(project, clean)
 
-    env = dict(os.environ, HOME=str(tmp_path / "home"), HOLODECK_CHECKPOINT_SECONDS="0")
+    env = dict(os.environ, HOME=str(tmp_path / "home"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "holodeck", "ingest"],
         cwd=project,
@@ -193,15 +199,16 @@ def test_kill_9_mid_ingest_then_rerun_equals_a_clean_run(tmp_path: Path) -> None
         stderr=subprocess.PIPE,
         text=True,
     )
-    index_file = project / ".holodeck" / "index" / "kb" / "index.npz"
+    folder = project / ".holodeck" / "index" / "kb"
     deadline = time.monotonic() + 120
-    while not index_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (folder / "index.db").exists() and _index_contents(folder)[1]:
+            break  # some documents are committed, others not yet
         time.sleep(0.05)
-    time.sleep(0.5)
     assert proc.poll() is None, "the ingest finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    partial, _ = _index_contents(index_file.parent)
+    partial, _ = _index_contents(folder)
     assert 0 < len({d for d, _ in partial}) < 24  # it really was cut short
 
     # Change the world a little, as a user would, before the re-run.
@@ -209,10 +216,22 @@ def test_kill_9_mid_ingest_then_rerun_equals_a_clean_run(tmp_path: Path) -> None
     (clean / "docs" / "part00.md").unlink()
     assert run_holodeck("ingest", cwd=project).returncode == 0
     assert run_holodeck("ingest", cwd=clean).returncode == 0
-    got_chunks, got_states = _index_contents(index_file.parent)
+    got_chunks, got_states = _index_contents(folder)
     want_chunks, want_states = _index_contents(clean / ".holodeck" / "index" / "kb")
     assert got_states == want_states
     assert set(got_chunks) == set(want_chunks)
-    for key, (content, vector) in want_chunks.items():
-        assert got_chunks[key][0] == content
-        np.testing.assert_allclose(got_chunks[key][1], vector, atol=1e-4)
+    for key, (chunk_id, content, vector) in want_chunks.items():
+        assert got_chunks[key][:2] == (chunk_id, content)
+        np.testing.assert_allclose(got_chunks[key][2], vector, atol=1e-4)
+    # and a user searching either index gets the same answer
+    for query in ("topic5 details", "topic17"):
+        got = run_holodeck("search", query, "--json", cwd=project)
+        want = run_holodeck("search", query, "--json", cwd=clean)
+        hits = [
+            [
+                (r["chunk_id"], round(r["score"], 4))
+                for r in json.loads(out.stdout)["tools"][0]["results"]
+            ]
+            for out in (got, want)
+        ]
+        assert hits[0] == hits[1] and hits[0]

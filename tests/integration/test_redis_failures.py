@@ -105,7 +105,7 @@ def test_closed_port_warns_and_falls_back_to_the_embedded_index(tmp_path: Path) 
     summary = ingested.stderr.strip().splitlines()[-1]
     assert summary.startswith(f"{LIBRARY}: 6 new")
     assert "[local] in " in summary and summary.endswith(f"(fallback: {fallback})")
-    assert (tmp_path / ".holodeck" / "index" / LIBRARY / "index.npz").is_file()
+    assert (tmp_path / ".holodeck" / "index" / LIBRARY / "index.db").is_file()
 
     shown, _ = holodeck_json("config", "show", cwd=tmp_path)
     assert shown["tools"][0]["in_use"] == f"local (fallback: {fallback})"
@@ -115,14 +115,14 @@ def test_closed_port_warns_and_falls_back_to_the_embedded_index(tmp_path: Path) 
     stats = info["tools"][0]
     assert (stats["backend"], stats["index"], stats["fallback"]) == (
         "local",
-        f".holodeck/index/{LIBRARY}",
+        f".holodeck/index/{LIBRARY}/index.db",
         fallback,
     )
     assert stats["documents"] == 6
     assert f"WARNING: Redis at {url} is unreachable" in result.stderr
     text = run_holodeck("store", "info", cwd=tmp_path).stdout
     assert f"  backend:         local (fallback: {fallback})\n" in text
-    assert f"  index:           .holodeck/index/{LIBRARY} (FLAT, COSINE)\n" in text
+    assert f"  index:           .holodeck/index/{LIBRARY}/index.db (FLAT, COSINE)\n" in text
     assert "  documents:       6\n" in text
 
     found, _ = holodeck_json("search", "sourdough starter", cwd=tmp_path)

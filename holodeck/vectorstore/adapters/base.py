@@ -47,6 +47,22 @@ class IndexAdapter(Protocol):
         """Insert or replace ``records`` by chunk id."""
         ...
 
+    def replace_document(
+        self,
+        tenant_id: str,
+        library_id: str,
+        doc_id: str,
+        records: Sequence[ChunkRecord],
+        state: DocState | None,
+    ) -> int:
+        """The document's state and chunks go, ``records`` and ``state`` come in.
+
+        In one transaction where the backend has them; otherwise state first out, last in, so
+        an interruption leaves a document without state that the next run re-ingests.
+        Returns the number of old chunks removed.
+        """
+        ...
+
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:

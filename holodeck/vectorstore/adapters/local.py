@@ -1,163 +1,149 @@
-"""``local``: the embedded default. The memory index, persisted under ``.holodeck/index/``.
+"""``local``: the embedded default, one SQLite database (WAL) under ``.holodeck/index/<tool>/``.
 
-The whole index is one ``index.npz`` file (vectors plus JSON metadata) replaced atomically,
-so a reader never sees half a write and a crash leaves the previous snapshot: chunks and the
-per-document state that says they are complete are always saved together, and a re-run
-repairs whatever the crash cut short. A file lock keeps two writers apart.
+In WAL mode readers (``search``, ``chat``, ``test``, ``serve``) answer from what is committed
+while an ingest writes, without waiting for it. Each thread has its own connection (a reader
+never sees another thread's open transaction); a file lock beside the database keeps two
+ingests apart. Opening reads only the schema version and the index's model: vectors load on
+the first search. An ``index.npz`` of earlier releases is imported once.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import logging
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 from filelock import FileLock, Timeout
 
-from holodeck.errors import IngestError
-from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
-from holodeck.vectorstore.records import ChunkRecord, DocState, IndexInfo
+from holodeck.errors import IngestError, IngestRunning
+from holodeck.vectorstore.adapters.local_schema import NewerIndexError, migrate
+from holodeck.vectorstore.adapters.sqlite import SqliteIndexAdapter
 
-INDEX_FILE = "index.npz"
-FORMAT_VERSION = 1
+log = logging.getLogger("holodeck.vectorstore")
+
+DB_FILE = "index.db"
+LEGACY_FILE = "index.npz"
 
 
-class LocalIndexAdapter(MemoryIndexAdapter):
-    """A memory index loaded from and saved to one folder."""
+class LocalIndexAdapter(SqliteIndexAdapter):
+    """The index of one tool in one SQLite file."""
 
     backend = "local"
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, rebuild_unreadable: bool = False) -> None:
         super().__init__()
         self.folder = folder
-        self._dirty_since_flush = False
-        self._load()
-
-    @property
-    def path(self) -> Path:
-        """The index file."""
-        return self.folder / INDEX_FILE
+        self.path = folder / DB_FILE
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._conn_lock = threading.Lock()
+        self._open(rebuild_unreadable)
 
     def _index_label(self) -> str:
-        return str(self.folder)
+        return str(self.path)
 
-    # Every write marks the index dirty so ``flush`` knows there is something to save.
-    def create(self, info: IndexInfo) -> None:
-        if self._info is None:
-            self._dirty_since_flush = True
-        super().create(info)
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout = 30000")
+            db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across process crashes
+            self._local.db = db
+            with self._conn_lock:
+                self._connections.append(db)
+        return db
 
-    def recreate(self, info: IndexInfo) -> None:
-        super().recreate(info)
-        self._dirty_since_flush = True
+    def _failure(self, exc: sqlite3.Error) -> IngestError:
+        """One line naming the index and the fix."""
+        text = str(exc)
+        if "locked" in text.lower() or "busy" in text.lower():
+            return IngestError(
+                f"{self.path}: the local index stayed locked by another process for 30 s "
+                f"({text}); try again when it is done"
+            )
+        if "full" in text.lower():
+            return IngestError(
+                f"cannot write the local index in {self.folder}: the disk is full ({text}); "
+                f"nothing of the interrupted document was kept: free space and run again"
+            )
+        return IngestError(
+            f"{self.path}: the local index cannot be used ({text}); run "
+            f"`holodeck ingest --force-ingest` to rebuild it"
+        )
 
-    def upsert(self, records: Any) -> None:
-        super().upsert(records)
-        self._dirty_since_flush = True
+    def _open(self, rebuild_unreadable: bool) -> None:
+        """Create or upgrade the database; import a legacy ``index.npz`` once."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self._prepare()
+        except (sqlite3.DatabaseError, NewerIndexError) as exc:
+            if not rebuild_unreadable:
+                raise self._unreadable(exc) from exc
+            self._set_aside(exc)
+            self._prepare()
+        legacy = self.folder / LEGACY_FILE
+        if legacy.is_file():
+            from holodeck.vectorstore.adapters.local_legacy import import_npz
 
-    def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
-        removed = super().delete_by_doc(tenant_id, library_id, doc_id)
-        self._dirty_since_flush |= removed > 0
-        return removed
+            with self._file_lock(60.0, "another holodeck process using this index"):
+                if legacy.is_file():
+                    import_npz(self, legacy, rebuild_unreadable)
+        self._info = self._read_info()
 
-    def move_book(self, tenant_id: str, book_id: str, library_id: str) -> int:
-        moved = super().move_book(tenant_id, book_id, library_id)
-        self._dirty_since_flush |= moved > 0
-        return moved
+    def _prepare(self) -> None:
+        """WAL mode and the schema migrations (a no-op read when up to date)."""
+        db = self._db()
+        db.execute("PRAGMA journal_mode = WAL")
+        migrate(db)
 
-    def drop_library(self, tenant_id: str, library_id: str) -> int:
-        self._dirty_since_flush = True
-        return super().drop_library(tenant_id, library_id)
+    def _unreadable(self, exc: Exception) -> IngestError:
+        if isinstance(exc, NewerIndexError):
+            why = f"it was written by a newer holodeck (schema {exc})"
+            fix = "upgrade holodeck, or run `holodeck ingest --force-ingest` to rebuild it"
+        else:
+            why = f"it cannot be read ({exc})"
+            fix = "run `holodeck ingest --force-ingest` to rebuild it"
+        return IngestError(f"{self.path}: the local index is unusable: {why}; {fix}")
 
-    def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:
-        super().set_doc_state(tenant_id, library_id, state)
-        self._dirty_since_flush = True
-
-    def delete_doc_state(self, tenant_id: str, library_id: str, doc_id: str) -> None:
-        super().delete_doc_state(tenant_id, library_id, doc_id)
-        self._dirty_since_flush = True
+    def _set_aside(self, exc: Exception) -> None:
+        """Move an unusable database out of the way (kept, never deleted) to start anew."""
+        self.close()
+        aside = self.path.with_name(f"{DB_FILE}.unusable-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(f"{self.path}{suffix}")
+            if part.exists():
+                part.rename(f"{aside}{suffix}")
+        log.warning("The local index %s was unusable (%s); moved it to %s", self.path, exc, aside)
 
     @contextmanager
-    def library_lock(self, tenant_id: str, library_id: str, timeout: float) -> Iterator[None]:
-        """A file lock beside the index: one writing process at a time."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+    def _file_lock(self, timeout: float, holder: str) -> Iterator[None]:
         lock = FileLock(str(self.folder / ".lock"))
         try:
             lock.acquire(timeout=timeout)
         except Timeout:
-            raise IngestError(
-                f"another ingest of library {library_id!r} is running (lock {lock.lock_file}); "
-                f"waited {timeout:.0f} s"
+            raise IngestRunning(
+                f"{holder} is running (lock {lock.lock_file}); waited {timeout:.0f} s"
             ) from None
         try:
-            self._load()  # the other writer may have saved while we waited
             yield
         finally:
             lock.release()
 
-    def flush(self) -> None:
-        """Save a new snapshot atomically (write a temp file, fsync, rename)."""
-        if not self._dirty_since_flush:
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        ids = list(self._records)
-        dims = self._info.dimensions if self._info else 0
-        vectors = (
-            np.stack([self._records[c].vector for c in ids])
-            if ids
-            else np.zeros((0, dims), dtype=np.float32)
-        )
-        meta = {
-            "version": FORMAT_VERSION,
-            "info": asdict(self._info) if self._info else None,
-            "records": [_record_meta(self._records[c]) for c in ids],
-            "states": [
-                {"tenant": t, "library": lib, "docs": [asdict(s) for s in docs.values()]}
-                for (t, lib), docs in self._states.items()
-            ],
-        }
-        blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-        tmp = self.folder / f".{INDEX_FILE}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            np.savez(fh, vectors=vectors, meta=blob)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-        self._dirty_since_flush = False
+    @contextmanager
+    def library_lock(self, tenant_id: str, library_id: str, timeout: float) -> Iterator[None]:
+        """A file lock beside the database: one writing process at a time."""
+        with self._file_lock(timeout, f"another ingest of library {library_id!r}"):
+            self._info = self._read_info()  # another writer may have rebuilt the index
+            yield
 
-    def _load(self) -> None:
-        """Read the last snapshot, if any (a missing folder is an empty index)."""
-        self._records.clear()
-        self._states.clear()
-        self._info = None
-        self._dirty()
-        if not self.path.is_file():
-            return
-        try:
-            with np.load(self.path, allow_pickle=False) as data:
-                vectors = data["vectors"].astype(np.float32, copy=False)
-                meta = json.loads(data["meta"].tobytes().decode("utf-8"))
-        except (OSError, ValueError, KeyError) as exc:
-            raise IngestError(
-                f"{self.path}: the local index cannot be read ({exc}); delete the folder "
-                f"{self.folder} and run `holodeck ingest --force-ingest` to rebuild it"
-            ) from exc
-        if meta.get("info"):
-            self._info = IndexInfo(**meta["info"])
-        for i, rec in enumerate(meta["records"]):
-            self._records[rec["chunk_id"]] = ChunkRecord(vector=vectors[i], **rec)
-        for group in meta["states"]:
-            self._states[(group["tenant"], group["library"])] = {
-                d["doc_id"]: DocState(**d) for d in group["docs"]
-            }
-        self._dirty_since_flush = False
-
-
-def _record_meta(rec: ChunkRecord) -> dict[str, Any]:
-    """A record's fields without its vector (the vector goes into the matrix)."""
-    return {f.name: getattr(rec, f.name) for f in fields(rec) if f.name != "vector"}
+    def close(self) -> None:
+        """Close every thread's connection."""
+        with self._conn_lock:
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
+        self._local = threading.local()

@@ -38,7 +38,7 @@ from redisvl.index import SearchIndex
 from redisvl.query import CountQuery, FilterQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
-from holodeck.errors import ConfigError, IngestError, ValidationError
+from holodeck.errors import ConfigError, IngestError, IngestRunning, ValidationError
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
@@ -213,8 +213,29 @@ class RedisIndexAdapter:
     # -- chunks ------------------------------------------------------------------------
     def upsert(self, records: Sequence[ChunkRecord]) -> None:
         """Write whole hashes (every field, so a replaced chunk keeps nothing stale)."""
+        self._write_rows([_to_hash(rec) for rec in records])  # validates every record first
+
+    def replace_document(
+        self,
+        tenant_id: str,
+        library_id: str,
+        doc_id: str,
+        records: Sequence[ChunkRecord],
+        state: DocState | None,
+    ) -> int:
+        """State out, old chunks out, new chunks in, state in: in that order, so a crash at
+        any point leaves a document without state, which the next ingest redoes."""
+        rows = [_to_hash(rec) for rec in records]  # refuse bad ids before anything changes
+        self.delete_doc_state(tenant_id, library_id, doc_id)
+        removed = self.delete_by_doc(tenant_id, library_id, doc_id)
+        if rows:
+            self._write_rows(rows)
+        if state is not None:
+            self.set_doc_state(tenant_id, library_id, state)
+        return removed
+
+    def _write_rows(self, rows: list[dict[str, Any]]) -> None:
         index = self._require()
-        rows = [_to_hash(rec) for rec in records]  # validates every record before any write
         with self._guard():
             # describe() answers from memory; a server restarted empty since then would take
             # these chunks without an index, so check the meta key (one cheap round trip).
@@ -397,7 +418,7 @@ class RedisIndexAdapter:
         with self._guard():
             acquired = lock.acquire()
         if not acquired:
-            raise IngestError(
+            raise IngestRunning(
                 f"another ingest of library {library_id!r} (tenant {tenant_id!r}) is running; "
                 f"waited {timeout:g} s"
             )

@@ -1,0 +1,132 @@
+"""The on-disk schema of the embedded index, as numbered migrations applied when it opens.
+
+Each migration is a few statements and runs once, in order, inside the transaction that
+records it in ``_migrations``; an index written by an older release upgrades itself when a
+newer one opens it. An index holding a migration this release does not know was written by a
+newer holodeck, and is refused rather than misread.
+
+Layout: ``libraries`` (tenant + library -> a small integer, and who fills it), ``chunks`` (every
+ancestor id, content, metadata), ``vectors`` (float32 BLOBs, searched by numpy in memory),
+``documents`` (per-document state), ``chunks_fts`` (FTS5 over chunk content, kept in step by
+triggers), ``changes`` (ids of vectors deleted or moved, so a reader's in-memory matrix
+follows the change instead of reloading) and ``meta`` (the model and dimensions of the index).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(func: Migration) -> Migration:
+    """Register a migration; they run in the order they are defined."""
+    MIGRATIONS.append(func)
+    return func
+
+
+class NewerIndexError(Exception):
+    """The index holds migrations this release does not know."""
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Apply every migration the database has not seen, each in its own transaction."""
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
+    done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
+    known = {m.__name__ for m in MIGRATIONS}
+    unknown = sorted(done - known)
+    if unknown:
+        raise NewerIndexError(", ".join(unknown))
+    for func in MIGRATIONS:
+        if func.__name__ in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # another process may have applied it while we waited for the write lock
+            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (func.__name__,)).fetchone():
+                db.execute("COMMIT")
+                continue
+            func(db)
+            db.execute("INSERT INTO _migrations VALUES (?, ?)", (func.__name__, time.time()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+@migration
+def m001_create_tables(db: sqlite3.Connection) -> None:
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    # The epoch changes when the index is rebuilt: readers then drop what they loaded.
+    db.execute("INSERT INTO meta VALUES ('epoch', ?)", (uuid.uuid4().hex,))
+    db.execute(
+        """CREATE TABLE libraries (
+            id INTEGER PRIMARY KEY,
+            tenant_id TEXT NOT NULL,
+            library_id TEXT NOT NULL,
+            owner TEXT,
+            UNIQUE (tenant_id, library_id)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk_id TEXT NOT NULL UNIQUE,
+            lib INTEGER NOT NULL REFERENCES libraries (id),
+            book_id TEXT NOT NULL,
+            doc_id TEXT NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            embedding_model TEXT NOT NULL,
+            source_path TEXT NOT NULL,
+            mtime REAL NOT NULL,
+            content_hash TEXT NOT NULL,
+            token_count INTEGER NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            language TEXT,
+            location TEXT NOT NULL DEFAULT ''
+        )"""
+    )
+    db.execute("CREATE INDEX chunks_by_doc ON chunks (lib, doc_id, chunk_index)")
+    db.execute("CREATE INDEX chunks_by_book ON chunks (book_id)")
+    # Vectors apart from the text, so loading them reads only vector pages.
+    db.execute(
+        "CREATE TABLE vectors (id INTEGER PRIMARY KEY, lib INTEGER NOT NULL, vector BLOB NOT NULL)"
+    )
+    db.execute("CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL)")
+    db.execute(
+        "CREATE TRIGGER vectors_deleted AFTER DELETE ON vectors "
+        "BEGIN INSERT INTO changes (id) VALUES (old.id); END"
+    )
+    db.execute(
+        "CREATE TRIGGER vectors_moved AFTER UPDATE OF lib ON vectors "
+        "BEGIN INSERT INTO changes (id) VALUES (old.id); END"
+    )
+    db.execute(
+        """CREATE TABLE documents (
+            lib INTEGER NOT NULL,
+            doc_id TEXT NOT NULL,
+            mtime REAL NOT NULL,
+            size INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            chunk_count INTEGER NOT NULL,
+            PRIMARY KEY (lib, doc_id)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5("
+        "content, content='chunks', content_rowid='id', tokenize='unicode61')"
+    )
+    db.execute(
+        "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN "
+        "INSERT INTO chunks_fts (rowid, content) VALUES (new.id, new.content); END"
+    )
+    db.execute(
+        "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN "
+        "INSERT INTO chunks_fts (chunks_fts, rowid, content) "
+        "VALUES ('delete', old.id, old.content); END"
+    )

@@ -1,0 +1,101 @@
+"""Readers never wait for the writer: search, chat and test started while an ingest runs
+answer from the documents committed so far; a second ingest is refused with a clear line.
+
+Real files, the real model, the real CLI in subprocesses beside a running `holodeck ingest`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cli_helpers import run_holodeck, write
+
+from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+
+AGENT = """
+name: busy
+tools:
+  - type: vectorstore
+    name: kb
+    source: docs
+test_cases:
+  - name: finds-a-committed-file
+    input: Which station does the crane of topic 0 report to?
+    expected_sources: [docs/note000.md]
+"""
+
+
+def committed(folder: Path) -> set[str]:
+    if not (folder / "index.db").exists():
+        return set()
+    index = LocalIndexAdapter(folder)
+    try:
+        return set(index.doc_states("busy", "kb"))
+    finally:
+        index.close()
+
+
+def test_readers_answer_from_what_is_committed_while_an_ingest_runs(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    write(project / "agent.yaml", AGENT)
+    for i in range(300):  # minutes of embedding: the ingest outlives the readers below
+        paragraphs = [
+            f"The crane of topic {i} reports to station {i * 7} every {i % 5 + 1} hours; "
+            f"its operator logs the load in journal {i * 13}."
+        ] + [
+            f"Section {j} of note {i}: the winch {j} on deck {i} is greased weekly, its cable "
+            f"{j * i} is inspected for frayed strands, and the brake pads {j + i} are measured "
+            f"against the limits in the manual before the shift {j} begins at pier {i + j}."
+            for j in range(12)
+        ]
+        write(project / "docs" / f"note{i:03d}.md", f"# Note {i}\n\n" + "\n\n".join(paragraphs))
+    env = dict(os.environ, HOME=str(tmp_path / "home"), NO_COLOR="1")
+    ingest = subprocess.Popen(
+        [sys.executable, "-m", "holodeck", "ingest"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    folder = project / ".holodeck" / "index" / "kb"
+    try:
+        deadline = time.monotonic() + 120
+        while "note000.md" not in committed(folder) and time.monotonic() < deadline:
+            assert ingest.poll() is None, "the ingest ended before the readers started"
+            time.sleep(0.1)
+
+        with ThreadPoolExecutor() as pool:  # all at once, as several users would
+            runs = [
+                pool.submit(run_holodeck, "search", "crane of topic 0", "--json", cwd=project),
+                pool.submit(run_holodeck, "chat", cwd=project, stdin="crane of topic 0\n"),
+                pool.submit(run_holodeck, "test", cwd=project),
+                pool.submit(
+                    run_holodeck, "ingest", cwd=project, env={"HOLODECK_LOCK_TIMEOUT": "1"}
+                ),
+            ]
+            search, chat, tested, second = (run.result() for run in runs)
+        still_running = ingest.poll() is None
+        done = committed(folder)
+    finally:
+        ingest.kill()
+        ingest.wait()
+
+    assert still_running, "the readers waited for the ingest to finish"
+    assert search.returncode == 0, search.stderr
+    assert "another ingest is running" in search.stderr
+    results = json.loads(search.stdout)["tools"][0]["results"]
+    assert results and results[0]["doc_id"] == "note000.md"
+    assert {r["doc_id"] for r in results} <= done  # only what was committed
+    assert chat.returncode == 0, chat.stderr
+    assert "docs/note000.md" in chat.stdout
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "1 passed" in tested.stdout
+    assert second.returncode == 3
+    assert "another ingest of library 'kb' is running" in second.stderr
+    assert "Traceback" not in second.stderr
