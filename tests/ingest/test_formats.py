@@ -73,10 +73,10 @@ def stored(project: Path) -> dict[str, list[tuple[str, str]]]:
     """doc id -> [(location, content)] of every stored chunk."""
     (tool,) = build_tools(load_project(project / "agent.yaml"))
     try:
-        adapter = tool.store.adapter
-        docs = adapter.doc_ids("formats-test", "kb")
+        store = tool.store
+        docs = store.doc_ids("formats-test", "kb")
         return {
-            d: [(r.location, r.content) for r in adapter.get_doc_chunks("formats-test", "kb", d)]
+            d: [(r.location, r.content) for r in store.doc_chunks("formats-test", "kb", d)]
             for d in docs
         }
     finally:

@@ -61,11 +61,9 @@ def tool(project: Path) -> Iterator[VectorStoreTool]:
 
 
 def all_content(tool: VectorStoreTool) -> str:
-    adapter = tool.store.adapter
-    docs = adapter.doc_ids("hostile-test", "kb")
-    return " ".join(
-        r.content for d in docs for r in adapter.get_doc_chunks("hostile-test", "kb", d)
-    )
+    store = tool.store
+    docs = store.doc_ids("hostile-test", "kb")
+    return " ".join(r.content for d in docs for r in store.doc_chunks("hostile-test", "kb", d))
 
 
 def test_a_file_swapped_for_a_link_after_discovery_is_never_read(
@@ -85,7 +83,7 @@ def test_a_file_swapped_for_a_link_after_discovery_is_never_read(
     assert tool.summary is not None
     reasons = {s["path"]: s["reason"] for s in tool.summary.skipped_files}
     assert reasons == {"notes.txt": REASON_OUTSIDE}
-    assert tool.store.adapter.doc_ids("hostile-test", "kb") == {"guide.md"}
+    assert tool.store.doc_ids("hostile-test", "kb") == {"guide.md"}
     assert "hunter2" not in all_content(tool)
 
 
@@ -128,7 +126,7 @@ def test_one_endless_line_is_cut_into_bounded_chunks(project: Path) -> None:
     (tool,) = build_tools(load_project(project / "agent.yaml"))
     try:
         bound = max_chunk_chars(tool.chunk_size)
-        chunks = tool.store.adapter.get_doc_chunks("hostile-test", "kb", "dump.txt")
+        chunks = tool.store.doc_chunks("hostile-test", "kb", "dump.txt")
         assert len(chunks) >= len(blob) // bound
         assert max(len(c.content) for c in chunks) <= bound
         assert "".join(c.content for c in sorted(chunks, key=lambda c: c.chunk_index)) == blob

@@ -42,7 +42,7 @@ def chunks_of(project: Path, doc_id: str) -> list[ChunkRecord]:
     """The stored chunks of one document, in order, read through the tool's own store."""
     (tool,) = build_tools(load_project(project / "agent.yaml"))
     try:
-        records = tool.store.adapter.get_doc_chunks("where-test", "kb", doc_id)
+        records = tool.store.doc_chunks("where-test", "kb", doc_id)
     finally:
         tool.close()
     return sorted(records, key=lambda r: r.chunk_index)
