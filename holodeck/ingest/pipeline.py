@@ -244,17 +244,21 @@ class _Run:
     def _prepare(self, f: SourceFile, digest: str, is_new: bool) -> bool:
         """Convert and chunk one file, reusing the vectors of chunks whose text is unchanged."""
         t = self.t
+        tags: list[str] = []
+        language: str | None = None
         try:
             markdown = to_markdown(f.path)
+            if f.path.suffix.lower() == ".md":
+                meta, markdown = split_front_matter(markdown, name=f.rel_path)
+                tags, language = tags_of(meta), language_of(meta)
+            chunks = chunk_text(markdown, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
         except ConversionError as exc:
             self._fail(f.rel_path, exc.reason)
             return False
-        tags: list[str] = []
-        language: str | None = None
-        if f.path.suffix.lower() == ".md":
-            meta, markdown = split_front_matter(markdown, name=f.rel_path)
-            tags, language = tags_of(meta), language_of(meta)
-        chunks = chunk_text(markdown, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
+        except Exception as exc:  # one bad file never stops an ingest, whatever went wrong
+            log.debug("converting %s failed", f.rel_path, exc_info=True)  # -v: the traceback
+            self._fail(f.rel_path, _failure(exc))
+            return False
         if not chunks:
             self._fail(f.rel_path, "empty file")
             return False
@@ -356,6 +360,17 @@ class _Run:
         for doc_id in self.store.doc_ids(t.tenant_id, t.library_id) - set(states):
             removed = self.store.remove_document(t.tenant_id, t.library_id, doc_id)
             log.debug("Removed %d orphan chunks of %s", removed, doc_id)
+
+
+def _failure(exc: Exception) -> str:
+    """Why a file could not be converted, parsed or chunked, in a few words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to process (RecursionError)"
+    if isinstance(exc, MemoryError):
+        return "too large to process in memory (MemoryError)"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    first = first if len(first) <= 120 else first[:117] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _file_hash(path: Path) -> str:
