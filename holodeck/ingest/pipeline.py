@@ -19,12 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from holodeck.config.project_id import PROJECT_ID_FILE, library_owner
 from holodeck.embeddings.base import Embedder
-from holodeck.errors import EmbeddingError, IngestError, ValidationError
+from holodeck.errors import ConfigError, EmbeddingError, IngestError, ValidationError
 from holodeck.ingest.chunker import chunk_text
 from holodeck.ingest.convert import ConversionError, to_markdown
 from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
+from holodeck.vectorstore.errors import LibraryOwnedError
 from holodeck.vectorstore.records import (
     ChunkRecord,
     DocState,
@@ -97,6 +99,11 @@ class LibraryTarget:
     project_root: Path
     chunk_size: int
     chunk_overlap: int
+    #: Who fills the library (``config.project_id.library_owner``); made from
+    #: ``project_root`` and ``source`` when not given.
+    owner: dict[str, str] | None = None
+    #: Take the library over from another source (the agent names its ``tenant:`` itself).
+    take_over: bool = False
 
 
 @dataclass
@@ -136,12 +143,48 @@ def ingest_library(
         )
     timeout = LOCK_TIMEOUT if wait else 0.0
     with store.library_lock(target.tenant_id, target.library_id, timeout):
+        _claim(store, target)  # before anything is removed: --force-ingest included
         summary.rebuilt = _check_model(store, embedder, target, force)
         run = _Run(store, embedder, target, summary, progress, force)
         run.execute(found.files)
     summary.chunks_total = store.count(target.tenant_id, target.library_id)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _claim(store: VectorStore, target: LibraryTarget) -> None:
+    """Make sure this source may fill the library; another project's is refused (exit 2)."""
+    owner = target.owner or library_owner(target.project_root, target.source)
+    tenant, library = target.tenant_id, target.library_id
+    try:
+        claim = store.claim_library(tenant, library, owner, take_over=target.take_over)
+    except LibraryOwnedError as exc:
+        raise ConfigError(
+            f"library {library!r} of tenant {tenant!r} in the {store.adapter.backend} index "
+            f"belongs to another source: {exc.owner.get('description', '?')} (project id "
+            f"{exc.owner.get('project_id', '?')}), not {owner['description']} (project id "
+            f"{owner['project_id']}); nothing was changed. To keep both, set tenant: in "
+            f"agent.yaml or rename the tool; to take it over, set tenant: {tenant} "
+            f"explicitly; if both are one project, commit {PROJECT_ID_FILE.as_posix()} so "
+            f"every checkout shares its id"
+        ) from None
+    if claim.outcome == "adopted":
+        log.info(
+            "Library %s of tenant %s had no owner record (made by an older holodeck); "
+            "claimed for %s",
+            library,
+            tenant,
+            owner["description"],
+        )
+    elif claim.outcome == "taken" and claim.previous is not None:
+        log.warning(
+            "Library %s of tenant %s belonged to %s; taken over by %s (tenant: is set in "
+            "agent.yaml); its documents are replaced by this source's",
+            library,
+            tenant,
+            claim.previous.get("description", "?"),
+            owner["description"],
+        )
 
 
 def _check_model(

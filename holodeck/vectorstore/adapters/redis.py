@@ -7,6 +7,7 @@ the library escapes every value. Key layout, for index ``<name>``:
 - ``<name>:chunk:<chunk_id>``  one HASH per chunk (the indexed documents);
 - ``<name>:meta``              HASH: embedding model, dimensions, algorithm, metric;
 - ``<name>:docs:<scope>``      HASH per tenant+library: doc_id -> DocState as JSON;
+- ``<name>:owner:<scope>``     HASH per tenant+library: who fills it (project id, source...);
 - ``<name>:lock:<scope>``      redis-py Lock: one ingest per library at a time;
 
 where ``<scope>`` is ``["tenant", "library"]`` in JSON (unambiguous whatever the ids hold).
@@ -389,6 +390,22 @@ class RedisIndexAdapter:
         """Forget a document's state (before its chunks change, so a crash re-ingests it)."""
         with self._guard():
             self._client.hdel(self._states_key(tenant_id, library_id), doc_id)
+
+    # -- ownership -----------------------------------------------------------------------
+    def library_owner(self, tenant_id: str, library_id: str) -> dict[str, str] | None:
+        """Who fills one library, from its ``<name>:owner:<scope>`` hash."""
+        with self._guard():
+            raw = self._client.hgetall(self._scope_key("owner", tenant_id, library_id))
+        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+
+    def set_library_owner(self, tenant_id: str, library_id: str, owner: dict[str, str]) -> None:
+        """Replace the owner record in one transaction (no field of the old one survives)."""
+        key = self._scope_key("owner", tenant_id, library_id)
+        fields: dict[Any, Any] = dict(owner)
+        with self._guard(), self._client.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            pipe.hset(key, mapping=fields)
+            pipe.execute()
 
     # -- extras: statistics and the ingest lock ------------------------------------------
     def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
