@@ -28,8 +28,9 @@ Endpoints (any prefix, so Azure's ``/openai/deployments/<d>/...`` paths work too
 Replies (module functions): ``text(content)``, ``tool_calls((name, args[, id]), ...)``,
 ``error(status, message, headers=...)`` (OpenAI's error body), ``vectors(dimensions)``
 (embeddings of another length for one request), ``raw(body, content_type)`` (any body as
-is, streamed or not: an HTML page, JSON that is not a completion, a truncated body). ``delay=`` on ``text`` / ``tool_calls``
-sleeps that long between streamed chunks (to interrupt a streaming answer).
+is, streamed or not: an HTML page, JSON that is not a completion, a truncated body).
+``delay=`` on ``text`` / ``tool_calls`` sleeps that long between streamed chunks (to
+interrupt a streaming answer).
 """
 
 from __future__ import annotations

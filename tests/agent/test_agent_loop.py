@@ -309,7 +309,9 @@ NOT_COMPLETIONS = [
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
-@pytest.mark.parametrize(("reply", "says"), NOT_COMPLETIONS, ids=["html", "no-choices", "truncated", "sse-cut"])
+@pytest.mark.parametrize(
+    ("reply", "says"), NOT_COMPLETIONS, ids=["html", "no-choices", "truncated", "sse-cut"]
+)
 def test_an_answer_that_is_not_a_completion_is_an_error(
     kb: KB, llm: FakeOpenAI, reply: Any, says: str, streamed: bool
 ) -> None:
