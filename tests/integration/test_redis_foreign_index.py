@@ -97,6 +97,7 @@ def test_an_empty_index_of_holodecks_shape_without_meta_is_rebuilt(
 
     summary, _ = holodeck_json("ingest", cwd=project(tmp_path, redis_url, index))
     assert summary["tools"][0]["new"] == len(CORPUS)
-    assert client.ft(index).info()["attributes"][-1][11] == 384  # rebuilt for the model
+    [vector] = [a for a in client.ft(index).info()["attributes"] if a[1] == "vector"]
+    assert vector[vector.index("dim") + 1] == 384  # rebuilt for the tool's model
     found, _ = holodeck_json("search", "espresso pressure", cwd=tmp_path)
     assert found["tools"][0]["results"][0]["source_path"] == "docs/kitchen/coffee.txt"
