@@ -20,6 +20,7 @@ import codecs
 import csv
 import io
 import json
+import logging
 import os
 import re
 import stat
@@ -33,6 +34,8 @@ import chardet
 from holodeck.ingest.discover import REASON_OUTSIDE, SourceFile, inside
 from holodeck.ingest.locations import Anchors
 
+log = logging.getLogger("holodeck.ingest")
+
 REASON_EMPTY = "empty file"
 REASON_UNDECODABLE = "undecodable text"
 REASON_NO_TEXT_LAYER = "conversion failed: no text layer (scanned PDF? no OCR)"
@@ -41,6 +44,9 @@ REASON_NO_TEXT_LAYER = "conversion failed: no text layer (scanned PDF? no OCR)"
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 # Share of control characters above which a decoded "text" is really binary data.
 _MAX_CONTROL_SHARE = 0.05
+# Deepest JSON that is pretty-printed: json's parser and printer recurse once per level, and
+# each level indents every line below it, so a deeper file is indexed as written.
+MAX_JSON_DEPTH = 64
 
 # Documents are modern files: leaving out DOS, Mac and mainframe code pages makes chardet
 # (6+) guess Latin-1 prose right instead of, say, MacLatin2. Older chardet has no eras.
@@ -100,7 +106,7 @@ def convert(file: SourceFile) -> Converted:
         data = read_checked(file)
     except OSError as exc:
         raise ConversionError(f"conversion failed: {exc.strerror or exc}") from exc
-    converted = _convert(data, file.path.suffix.lower())
+    converted = _convert(data, file.path.suffix.lower(), file.rel_path)
     if not converted.text.strip():
         raise ConversionError(REASON_EMPTY)
     return converted
@@ -140,13 +146,16 @@ def _real_path_of(fd: int, file: SourceFile) -> str:
     return real if (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino) else ""
 
 
-def _convert(data: bytes, suffix: str) -> Converted:
-    """Pick the conversion by extension (discovery already kept only enabled ones)."""
+def _convert(data: bytes, suffix: str, name: str) -> Converted:
+    """Pick the conversion by extension (discovery already kept only enabled ones).
+
+    ``name`` (the file's path in its source) is for warnings.
+    """
     if suffix in (".txt", ".md"):
         return Converted(decode_text(data), Anchors.lines())
     if suffix == ".json":
         # A fence line before and after: JSON line n is text line n + 1.
-        text = _json_to_markdown(data)
+        text = _json_to_markdown(data, name)
         return Converted(text, Anchors.lines(shift=-1, last=text.count("\n") - 2))
     if suffix == ".csv":
         return _csv_to_markdown(decode_text(data))
@@ -204,17 +213,51 @@ def _strict(data: bytes, encoding: str) -> str:
     return text
 
 
-def _json_to_markdown(data: bytes) -> str:
-    """Pretty-print JSON in a fenced block; invalid JSON names the line to fix."""
+def _json_to_markdown(data: bytes, name: str) -> str:
+    """Pretty-print JSON in a fenced block; invalid JSON names the line to fix.
+
+    JSON nested deeper than ``MAX_JSON_DEPTH`` (or than the parser's recursion allows) is
+    fenced as written, with a warning, instead of stopping on a RecursionError.
+    """
     text = decode_text(data)
     if not text.strip():
         raise ConversionError(REASON_EMPTY)
     try:
         value = json.loads(text)
+        too_deep = _nesting(value) > MAX_JSON_DEPTH
     except json.JSONDecodeError as exc:
         raise ConversionError(f"conversion failed: invalid JSON at line {exc.lineno}") from None
+    except RecursionError:
+        too_deep = True
+    if too_deep:
+        log.warning(
+            "%s: JSON nested more than %d levels deep; indexed as written, not pretty-printed",
+            name,
+            MAX_JSON_DEPTH,
+        )
+        return f"```json\n{text.strip()}\n```\n"
     pretty = json.dumps(value, indent=2, ensure_ascii=False)
     return f"```json\n{pretty}\n```\n"
+
+
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in ``value`` (0 for a scalar), without recursion.
+
+    Stops counting once past ``MAX_JSON_DEPTH``: only whether it is exceeded matters.
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack and deepest <= MAX_JSON_DEPTH:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _csv_to_markdown(text: str) -> Converted:

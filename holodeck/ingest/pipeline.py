@@ -19,14 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from holodeck.config.project_id import PROJECT_ID_FILE, library_owner
 from holodeck.embeddings.base import Embedder
-from holodeck.errors import EmbeddingError, IngestError, ValidationError
+from holodeck.errors import ConfigError, EmbeddingError, IngestError, ValidationError
 from holodeck.ingest.chunker import chunk_text
 from holodeck.ingest.convert import ConversionError, convert
 from holodeck.ingest.discover import DEFAULT_FILE_TYPES, SourceFile, discover
 from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
 from holodeck.ingest.locations import locate
 from holodeck.ingest.skips import SkipReport
+from holodeck.vectorstore.errors import LibraryOwnedError
 from holodeck.vectorstore.records import (
     ChunkRecord,
     DocState,
@@ -101,6 +103,11 @@ class LibraryTarget:
     #: Extensions to ingest (lower case, with the dot) and gitignore-style patterns to leave out.
     file_types: tuple[str, ...] = DEFAULT_FILE_TYPES
     exclude: tuple[str, ...] = ()
+    #: Who fills the library (``config.project_id.library_owner``); made from
+    #: ``project_root`` and ``source`` when not given.
+    owner: dict[str, str] | None = None
+    #: Take the library over from another source (the agent names its ``tenant:`` itself).
+    take_over: bool = False
 
 
 @dataclass
@@ -145,6 +152,7 @@ def ingest_library(
         )
     timeout = LOCK_TIMEOUT if wait else 0.0
     with store.library_lock(target.tenant_id, target.library_id, timeout):
+        _claim(store, target)  # before anything is removed: --force-ingest included
         summary.rebuilt = _check_model(store, embedder, target, force)
         run = _Run(store, embedder, target, summary, progress, force, skips)
         run.execute(found.files)
@@ -152,6 +160,41 @@ def ingest_library(
     summary.chunks_total = store.count(target.tenant_id, target.library_id)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _claim(store: VectorStore, target: LibraryTarget) -> None:
+    """Make sure this source may fill the library; another project's is refused (exit 2)."""
+    owner = target.owner or library_owner(target.project_root, target.source)
+    tenant, library = target.tenant_id, target.library_id
+    try:
+        claim = store.claim_library(tenant, library, owner, take_over=target.take_over)
+    except LibraryOwnedError as exc:
+        raise ConfigError(
+            f"library {library!r} of tenant {tenant!r} in the {store.adapter.backend} index "
+            f"belongs to another source: {exc.owner.get('description', '?')} (project id "
+            f"{exc.owner.get('project_id', '?')}), not {owner['description']} (project id "
+            f"{owner['project_id']}); nothing was changed. To keep both, set tenant: in "
+            f"agent.yaml or rename the tool; to take it over, set tenant: {tenant} "
+            f"explicitly; if both are one project, commit {PROJECT_ID_FILE.as_posix()} so "
+            f"every checkout shares its id"
+        ) from None
+    if claim.outcome == "adopted":
+        log.info(
+            "Library %s of tenant %s had no owner record (made by an older holodeck); "
+            "claimed for %s",
+            library,
+            tenant,
+            owner["description"],
+        )
+    elif claim.outcome == "taken" and claim.previous is not None:
+        log.warning(
+            "Library %s of tenant %s belonged to %s; taken over by %s (tenant: is set in "
+            "agent.yaml); its documents are replaced by this source's",
+            library,
+            tenant,
+            claim.previous.get("description", "?"),
+            owner["description"],
+        )
 
 
 def _check_model(
@@ -256,25 +299,29 @@ class _Run:
     def _prepare(self, f: SourceFile, digest: str, is_new: bool) -> bool:
         """Convert and chunk one file, reusing the vectors of chunks whose text is unchanged."""
         t = self.t
+        tags: list[str] = []
+        language: str | None = None
         try:
             converted = convert(f)
+            text, body_start = converted.text, 0
+            if f.path.suffix.lower() == ".md":
+                meta, body = split_front_matter(text, name=f.rel_path)
+                tags, language = tags_of(meta), language_of(meta)
+                body_start = len(text) - len(body)  # chunks of the body, lines of the file
+            body = text[body_start:]
+            chunks = chunk_text(body, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
+            spans = ((c.start + body_start, c.end + body_start) for c in chunks)
+            locations = locate(text, converted.anchors, spans)
         except ConversionError as exc:
             self._fail(f.rel_path, exc.reason)
             return False
-        text, body_start = converted.text, 0
-        tags: list[str] = []
-        language: str | None = None
-        if f.path.suffix.lower() == ".md":
-            meta, body = split_front_matter(text, name=f.rel_path)
-            tags, language = tags_of(meta), language_of(meta)
-            body_start = len(text) - len(body)  # chunks of the body, lines of the file
-        body = text[body_start:]
-        chunks = chunk_text(body, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
+        except Exception as exc:  # one bad file never stops an ingest, whatever went wrong
+            log.debug("converting %s failed", f.rel_path, exc_info=True)  # -v: the traceback
+            self._fail(f.rel_path, _failure(exc))
+            return False
         if not chunks:
             self._fail(f.rel_path, "empty file")
             return False
-        spans = ((c.start + body_start, c.end + body_start) for c in chunks)
-        locations = locate(text, converted.anchors, spans)
         old = {}
         if not self.force:
             for rec in self.store.doc_chunks(t.tenant_id, t.library_id, f.rel_path):
@@ -374,6 +421,17 @@ class _Run:
         for doc_id in self.store.doc_ids(t.tenant_id, t.library_id) - set(states):
             removed = self.store.remove_document(t.tenant_id, t.library_id, doc_id)
             log.debug("Removed %d orphan chunks of %s", removed, doc_id)
+
+
+def _failure(exc: Exception) -> str:
+    """Why a file could not be converted, parsed or chunked, in a few words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to process (RecursionError)"
+    if isinstance(exc, MemoryError):
+        return "too large to process in memory (MemoryError)"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    first = first if len(first) <= 120 else first[:117] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _file_hash(path: Path) -> str:

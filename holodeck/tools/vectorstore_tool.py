@@ -169,6 +169,7 @@ class VectorStoreTool:
             chunk_overlap=min(cfg.chunk_overlap, size // 2),
             file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
             exclude=tuple(cfg.exclude),
+            take_over=self.project.agent.tenant is not None,
         )
         store = self._open_store(rebuild_unreadable=force_ingest)
         try:
