@@ -8,20 +8,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 import click
-from rich.progress import (
-    BarColumn,
-    TaskID,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.console import RenderableType
+from rich.progress import BarColumn, TaskID, TaskProgressColumn, TextColumn
 from rich.progress import Progress as RichProgress
-from rich.table import Column
+from rich.text import Text
 
 from holodeck.console import make_console
 from holodeck.ingest.status import IngestStatus, Progress
@@ -107,8 +101,9 @@ class WatchReport:
 def ingest_progress(tool: str, quiet: bool = False) -> Iterator[Progress]:
     """Callbacks that draw ``tool``'s progress on stderr while the block runs.
 
-    Nothing is drawn until the model starts on the first chunks: a run with nothing to
-    embed (nothing changed, or only a file that fails again) shows nothing at all.
+    Nothing is drawn until the model starts on the first chunks (``status.current`` is
+    set): a run with nothing to embed (nothing changed, or only a file that fails again)
+    shows nothing at all.
     """
     if quiet:
         yield Progress()
@@ -121,52 +116,55 @@ def ingest_progress(tool: str, quiet: bool = False) -> Iterator[Progress]:
 
 
 class _Bar:
-    """A rich bar over the tokens to embed: files, chunks and tokens done, elapsed time, the
-    time left (rich's, from the recent token rate) and the file being embedded."""
+    """A rich bar over the tokens to embed: files, chunks and tokens done and the time left
+    on one line, the file being embedded on the next (80 columns hold both)."""
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
-        self.bar: RichProgress | None = None
+        self.clock = _Clock()
+        self.bar: _TwoLineProgress | None = None
         self.task: TaskID | None = None
 
     def start(self, files: int, todo: int) -> None:
         pass
 
-    def _show(self) -> tuple[RichProgress, TaskID]:
-        columns = (
-            TextColumn("[bold]{task.description}"),
-            BarColumn(bar_width=24),
-            TaskProgressColumn(),
-            TextColumn("{task.fields[counts]}", markup=False),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            TextColumn(
-                "{task.fields[current]}",
-                markup=False,
-                table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1),
-            ),
-        )
-        console = make_console(stderr=True)
-        bar = RichProgress(*columns, console=console, transient=True, expand=True)
-        bar.start()
-        return bar, bar.add_task(self.tool, total=None, counts="", current="")
-
     def update(self, status: IngestStatus) -> None:
         if self.bar is None or self.task is None:
-            if not status.chunks_embedded:
+            if not status.current:
                 return
-            self.bar, self.task = self._show()
+            self.bar = _TwoLineProgress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(bar_width=12),
+                TaskProgressColumn(),
+                TextColumn("{task.fields[counts]}", markup=False),
+                console=make_console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.tool, total=None, counts="")
+        self.bar.current = f"  embedding {status.current}"
+        left = self.clock.left(status)
         self.bar.update(
             self.task,
             total=max(status.tokens_total, status.tokens_embedded, 1),
             completed=status.tokens_embedded,
-            counts=_counts(status),
-            current=status.current,
+            counts=_counts(status) + (f" · {left} left" if left else ""),
         )
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+class _TwoLineProgress(RichProgress):
+    """rich's Progress with a second line under the bars: the file being embedded."""
+
+    current = ""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        if self.current:
+            yield Text(self.current, no_wrap=True, overflow="ellipsis")
 
 
 class _Lines:
@@ -177,21 +175,22 @@ class _Lines:
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
+        self.clock = _Clock()
         self.files = 0
-        self.started = 0.0
         self.last = 0.0
         self.next_tenth = 1
         self.shown = False
 
     def start(self, files: int, todo: int) -> None:
         self.files = files
-        self.started = self.last = time.monotonic()
 
     def update(self, status: IngestStatus) -> None:
+        left = self.clock.left(status)
         if not self.shown:
-            if not status.chunks_embedded:
+            if not status.current:
                 return
             self.shown = True
+            self.last = time.monotonic()
             click.echo(f"{self.tool}: {self.files} files, {status.files_todo} to ingest", err=True)
         now = time.monotonic()
         total = max(status.tokens_total, status.tokens_embedded, 1)
@@ -202,16 +201,34 @@ class _Lines:
             return  # all embedded: the last line waits for the files to be stored
         self.next_tenth = tenth + 1
         self.last = now
-        done = status.tokens_embedded
-        parts = [f"{self.tool}: {100 * done // total}%", _counts(status)]
-        if 0 < done < total:
-            parts.append(f"{_clock((now - self.started) * (total - done) / done)} left")
-        if status.current:
-            parts.append(status.current)
+        parts = [f"{self.tool}: {100 * status.tokens_embedded // total}%", _counts(status)]
+        if left:
+            parts.append(f"{left} left")
+        parts.append(status.current)
         click.echo(" · ".join(parts), err=True)
 
     def close(self) -> None:
         pass
+
+
+class _Clock:
+    """The time left, from the tokens embedded since the model started and the rate so far
+    (steadier than a rate over the last few calls: calls differ in length)."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+
+    def left(self, status: IngestStatus) -> str:
+        """``0:03:10``, or "" until the rate is known or once every token is embedded."""
+        if self.started is None:
+            if status.current:
+                self.started = time.monotonic()
+            return ""
+        done, total = status.tokens_embedded, status.tokens_total
+        if not 0 < done < total:
+            return ""
+        whole = int((time.monotonic() - self.started) * (total - done) / done)
+        return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def _counts(status: IngestStatus) -> str:
@@ -230,9 +247,3 @@ def _short(n: int) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f}k" if n < 10_000 else f"{n // 1000}k"
     return f"{n / 1_000_000:.1f}M"
-
-
-def _clock(seconds: float) -> str:
-    """``0:03:10``: the same clock rich shows."""
-    whole = int(seconds)
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"

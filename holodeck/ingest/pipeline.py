@@ -437,6 +437,7 @@ class _Run:
             return
         wanted.sort(key=lambda w: w[0].records[w[1]].token_count)
         self.status = replace(self.status, current=_describe(window))
+        self.progress.update(self.status)  # the model starts: the display shows what on
         call: list[tuple[_Doc, int]] = []
         tokens = 0
         for w in wanted:

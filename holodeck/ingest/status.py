@@ -21,7 +21,8 @@ DEFAULT_TOKENS_PER_BYTE = 0.25
 
 @dataclass(frozen=True)
 class IngestStatus:
-    """A snapshot for the display, sent after every embedding call and every stored file."""
+    """A snapshot for the display, sent when a window starts embedding, after every
+    embedding call and after every finished file."""
 
     files_todo: int
     files_done: int = 0
@@ -29,7 +30,8 @@ class IngestStatus:
     tokens_embedded: int = 0
     #: Tokens this run will embed in all: an estimate until the last file is chunked.
     tokens_total: int = 0
-    #: The file being embedded now (with ``(+N)`` other files embedded with it).
+    #: The file being embedded now (with ``(+N)`` other files embedded with it); empty
+    #: until the model starts.
     current: str = ""
 
 

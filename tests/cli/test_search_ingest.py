@@ -115,9 +115,17 @@ def test_search_on_a_terminal_draws_a_bar_naming_the_file_it_embeds(tmp_path: Pa
         frames.append("\n".join(screen.display))
     child.close()
     assert child.exitstatus == 0
-    bars = [line for frame in frames for line in frame.splitlines() if "handbook.md" in line]
-    assert bars, "no progress bar named the file being embedded"
-    assert any(" tokens" in line and "files" in line and "%" in line for line in bars)
+    lines = [frame.splitlines() for frame in frames]
+    bars = [
+        (frame[i], frame[i + 1])
+        for frame in lines
+        for i in range(len(frame) - 1)
+        if frame[i].startswith("kb ") and " tokens" in frame[i]
+    ]
+    assert bars, "no progress bar was drawn"
+    assert any("%" in bar and "files ·" in bar and "chunks ·" in bar for bar, _ in bars)
+    assert any(under.strip().startswith("embedding handbook.md") for _, under in bars)
+    assert len({bar for bar, _ in bars}) >= 3  # it moved
     final = "\n".join(screen.display)
     assert "kb: 4 new, 0 changed" in final  # the bar goes, the summary line stays
     assert "handbook.md" in final  # among the results

@@ -1,0 +1,166 @@
+"""Cold ingest of real files against the raw embedder and Chroma's ``add``, same model.
+
+The embedding model is nearly all of an ingest, so the question is how close holodeck gets
+to the model alone, and whether a peer does better. On a mixed subset of the real
+documentation corpus (``shared/tools/build-docs-corpus.sh``: PDFs, Markdown, text), each
+round measures, one after the other on the same machine:
+
+- holodeck: a cold ``VectorStoreTool.initialize_sync`` (the code of ``holodeck ingest``) on
+  a fresh copy of the files: discovery, conversion, chunking, embedding, the local index;
+- raw: ``LocalOnnxEmbedder.embed`` alone on the very chunk texts holodeck stored, in one
+  call (sorted by length over all of them: the least padding there can be);
+- chroma: a Chroma collection whose embedding function is the same embedder (so both pay
+  the same model), ``add`` of the same chunk texts with ids and metadata, in batches of
+  5,000 (run by ``peers_throughput.py`` in the peers' environment, ``peers.sh``).
+
+The model is loaded and warmed before each clock starts. Ratios are taken within a round
+(the machine's load moves between rounds); rounds alternate the order. Usage:
+
+    python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import make_project
+
+HERE = Path(__file__).resolve().parent
+
+
+def pick(corpus: Path, kind: str, count: int, max_bytes: int) -> list[Path]:
+    """``count`` files of one kind spread evenly over the corpus's sorted paths."""
+    files = sorted(
+        p for p in corpus.rglob(f"*.{kind}") if 0 < p.stat().st_size <= max_bytes and p.is_file()
+    )
+    step = len(files) / count
+    return [files[int(i * step)] for i in range(min(count, len(files)))]
+
+
+def subset(corpus: Path, pdf: int, md: int, txt: int) -> list[Path]:
+    """The mixed subset: PDFs up to 250 KB, Markdown up to 60 KB, text up to 40 KB (keeps a
+    round to minutes while mixing manuals, API pages and man pages)."""
+    return (
+        pick(corpus, "pdf", pdf, 250_000)
+        + pick(corpus, "md", md, 60_000)
+        + pick(corpus, "txt", txt, 40_000)
+    )
+
+
+def holodeck_round(corpus: Path, files: list[Path]) -> dict[str, Any]:
+    """A cold ingest of a fresh copy of ``files``; returns timings and the stored chunks."""
+    root, tool = make_project({})
+    for path in files:
+        target = root / "docs" / path.relative_to(corpus)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    embedder = tool.embedder
+    embedder.embed(["load the model before the clock starts"])
+    model_s = [0.0]
+    embed = embedder.embed
+
+    def timed_embed(texts: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return embed(texts)
+        finally:
+            model_s[0] += time.perf_counter() - t0
+
+    embedder.embed = timed_embed  # type: ignore[method-assign]
+    started = time.perf_counter()
+    tool.initialize_sync()
+    seconds = time.perf_counter() - started
+    embedder.embed = embed  # type: ignore[method-assign]
+    summary = tool.summary
+    assert summary is not None
+    store = tool.store
+    tenant = tool.project.tenant_id
+    chunks = [
+        (rec.chunk_id, rec.content, rec.doc_id)
+        for doc in sorted(store.doc_ids(tenant, tool.name))
+        for rec in store.doc_chunks(tenant, tool.name, doc)
+    ]
+    tool.close()
+    shutil.rmtree(root)
+    return {
+        "seconds": seconds,
+        "model_s": model_s[0],
+        "files": summary.new,
+        "skipped": summary.skipped + summary.failed,
+        "chunks": chunks,
+        "tokens": sum(embedder.tokens.count(text) for _, text, _ in chunks),
+        "embedder": embedder,
+    }
+
+
+def raw_round(embedder: Any, texts: list[str]) -> float:
+    """The embedder alone on ``texts``, one call."""
+    started = time.perf_counter()
+    embedder.embed(texts)
+    return time.perf_counter() - started
+
+
+def chroma_round(peers: str, chunks: list[tuple[str, str, str]]) -> float:
+    """Chroma's ``add`` of the chunks through the same model, in the peers' environment."""
+    with tempfile.TemporaryDirectory(prefix="bench-chroma-") as work:
+        rows = Path(work) / "rows.json"
+        rows.write_text(json.dumps(chunks))
+        out = subprocess.run(
+            [peers, str(HERE / "peers_throughput.py"), str(rows)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["chroma_add_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--peers", help="python of benchmarks/peers.sh (adds Chroma)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pdf", type=int, default=30)
+    parser.add_argument("--md", type=int, default=30)
+    parser.add_argument("--txt", type=int, default=90)
+    args = parser.parse_args()
+    files = subset(args.corpus, args.pdf, args.md, args.txt)
+    rounds: list[dict[str, float]] = []
+    shape: dict[str, Any] = {}
+    for r in range(args.rounds):
+        measured: dict[str, float] = {}
+        ran = holodeck_round(args.corpus, files)
+        texts = [text for _, text, _ in ran["chunks"]]
+        shape = {
+            "files": len(files),
+            "ingested": ran["files"],
+            "skipped": ran["skipped"],
+            "chunks": len(texts),
+            "tokens": ran["tokens"],
+        }
+        measured["holodeck_s"] = ran["seconds"]
+        measured["holodeck_model_s"] = ran["model_s"]
+        others = ["raw", "chroma"] if args.peers else ["raw"]
+        for name in others if r % 2 == 0 else reversed(others):
+            if name == "raw":
+                measured["raw_s"] = raw_round(ran["embedder"], texts)
+            else:
+                measured["chroma_s"] = chroma_round(args.peers, ran["chunks"])
+        measured["raw_over_holodeck"] = measured["raw_s"] / measured["holodeck_s"]
+        if "chroma_s" in measured:
+            measured["chroma_over_holodeck"] = measured["chroma_s"] / measured["holodeck_s"]
+        rounds.append({k: round(v, 3) for k, v in measured.items()})
+        print(json.dumps({"round": r + 1, **rounds[-1]}), flush=True)
+    medians = {k: round(statistics.median(x[k] for x in rounds), 3) for k in rounds[0]}
+    print(json.dumps({**shape, "median": medians}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
