@@ -7,25 +7,31 @@ round measures, one after the other on the same machine:
 
 - holodeck: a cold ``VectorStoreTool.initialize_sync`` (the code of ``holodeck ingest``) on
   a fresh copy of the files: discovery, conversion, chunking, embedding, the local index;
+- before (``--before SRC``): the same with the holodeck package found in SRC (an older
+  checkout, e.g. ``git archive <commit> holodeck | tar -x -C SRC``), in a subprocess;
 - raw: ``LocalOnnxEmbedder.embed`` alone on the very chunk texts holodeck stored, in one
   call (sorted by length over all of them: the least padding there can be);
 - chroma: a Chroma collection whose embedding function is the same embedder (so both pay
-  the same model), ``add`` of the same chunk texts with ids and metadata, in batches of
-  5,000 (run by ``peers_throughput.py`` in the peers' environment, ``peers.sh``).
+  the same model), ``add`` of the same chunk texts with ids and metadata: one call per file
+  (as a loop over a folder goes) and in batches of 5,000 (Chroma's best case); run by
+  ``peers_throughput.py`` in the peers' environment (``peers.sh``).
 
 The model is loaded and warmed before each clock starts. Ratios are taken within a round
-(the machine's load moves between rounds); rounds alternate the order. Usage:
+(the machine's load moves between rounds); rounds rotate the order. Usage:
 
-    python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)] [--rounds 2]
+    python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)]
+        [--before SRC] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -108,29 +114,52 @@ def raw_round(embedder: Any, texts: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def chroma_round(peers: str, chunks: list[tuple[str, str, str]]) -> float:
+def chroma_round(peers: str, chunks: list[tuple[str, str, str]]) -> dict[str, float]:
     """Chroma's ``add`` of the chunks through the same model, in the peers' environment."""
     with tempfile.TemporaryDirectory(prefix="bench-chroma-") as work:
         rows = Path(work) / "rows.json"
         rows.write_text(json.dumps(chunks))
         out = subprocess.run(
-            [peers, str(HERE / "peers_throughput.py"), str(rows)],
+            [peers, str(HERE / "peers_throughput.py"), str(rows), "per_file,batched"],
             capture_output=True,
             text=True,
             check=True,
         )
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["chroma_add_s"])
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def before_round(src: Path, corpus: Path, files: list[Path]) -> float:
+    """The older holodeck in ``src``: a cold ingest of the same files, in a subprocess."""
+    with tempfile.TemporaryDirectory(prefix="bench-before-") as work:
+        listing = Path(work) / "files.json"
+        listing.write_text(json.dumps([str(p) for p in files]))
+        env = dict(os.environ, PYTHONPATH=str(src))
+        out = subprocess.run(
+            [sys.executable, __file__, str(corpus), "--holodeck-only", str(listing)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--peers", help="python of benchmarks/peers.sh (adds Chroma)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--before", type=Path, help="an older holodeck package's parent")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pdf", type=int, default=30)
     parser.add_argument("--md", type=int, default=30)
     parser.add_argument("--txt", type=int, default=90)
+    parser.add_argument("--holodeck-only", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.holodeck_only:  # the --before subprocess
+        listed = [Path(p) for p in json.loads(args.holodeck_only.read_text())]
+        ran = holodeck_round(args.corpus, listed)
+        print(json.dumps({"seconds": ran["seconds"]}))
+        return
     files = subset(args.corpus, args.pdf, args.md, args.txt)
     rounds: list[dict[str, float]] = []
     shape: dict[str, Any] = {}
@@ -147,15 +176,17 @@ def main() -> None:
         }
         measured["holodeck_s"] = ran["seconds"]
         measured["holodeck_model_s"] = ran["model_s"]
-        others = ["raw", "chroma"] if args.peers else ["raw"]
-        for name in others if r % 2 == 0 else reversed(others):
+        others = ["raw"] + (["chroma"] if args.peers else []) + (["before"] if args.before else [])
+        for name in others[r % len(others) :] + others[: r % len(others)]:
             if name == "raw":
                 measured["raw_s"] = raw_round(ran["embedder"], texts)
+            elif name == "chroma":
+                measured.update(chroma_round(args.peers, ran["chunks"]))
             else:
-                measured["chroma_s"] = chroma_round(args.peers, ran["chunks"])
-        measured["raw_over_holodeck"] = measured["raw_s"] / measured["holodeck_s"]
-        if "chroma_s" in measured:
-            measured["chroma_over_holodeck"] = measured["chroma_s"] / measured["holodeck_s"]
+                measured["before_s"] = before_round(args.before, args.corpus, files)
+        for key in [k for k in measured if k.endswith("_s") and k != "holodeck_model_s"]:
+            if key != "holodeck_s":
+                measured[f"{key[:-2]}_over_holodeck"] = measured[key] / measured["holodeck_s"]
         rounds.append({k: round(v, 3) for k, v in measured.items()})
         print(json.dumps({"round": r + 1, **rounds[-1]}), flush=True)
     medians = {k: round(statistics.median(x[k] for x in rounds), 3) for k in rounds[0]}

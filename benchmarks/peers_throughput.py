@@ -1,7 +1,10 @@
 """Runs in the peers environment (benchmarks/peers.sh): Chroma's ``add`` of the chunk texts
 `bench_throughput.py` ingested, embedded by Chroma through holodeck's own embedder (the same
-int8 all-MiniLM-L6-v2 on the same onnxruntime), so both pay the same model. Prints JSON.
+int8 all-MiniLM-L6-v2 on the same onnxruntime), so both pay the same model: one ``add`` per
+file (``per_file``), or in batches of 5,000 (``batched``). Prints JSON.
 Not part of the product: only holodeck's embedder module is imported from the repository.
+
+    peers_throughput.py ROWS_JSON per_file,batched
 """
 
 from __future__ import annotations
@@ -44,21 +47,42 @@ class HolodeckEmbedding(EmbeddingFunction[Documents]):
         return HolodeckEmbedding()
 
 
+def add_per_file(col: Any, rows: list[list[str]]) -> None:
+    """One ``add`` per file, as a loop over a folder's files calls it."""
+    by_doc: dict[str, list[list[str]]] = {}
+    for row in rows:
+        by_doc.setdefault(row[2], []).append(row)
+    for doc_rows in by_doc.values():
+        col.add(
+            ids=[r[0] for r in doc_rows],
+            documents=[r[1] for r in doc_rows],
+            metadatas=[{"doc_id": r[2]} for r in doc_rows],
+        )
+
+
+def add_batched(col: Any, rows: list[list[str]]) -> None:
+    """Everything in as few ``add`` calls as Chroma takes: the model sorts over them all."""
+    for start in range(0, len(rows), BATCH):
+        part = rows[start : start + BATCH]
+        col.add(
+            ids=[r[0] for r in part],
+            documents=[r[1] for r in part],
+            metadatas=[{"doc_id": r[2]} for r in part],
+        )
+
+
 rows = json.loads(Path(sys.argv[1]).read_text())
+modes = sys.argv[2].split(",")
 function = HolodeckEmbedding()
 function(["load the model before the clock starts"])
 client = chromadb.PersistentClient(path=tempfile.mkdtemp(prefix="chroma-"))
-col = client.create_collection(
-    "throughput", embedding_function=function, metadata={"hnsw:space": "cosine"}
-)
-started = time.perf_counter()
-for start in range(0, len(rows), BATCH):
-    part = rows[start : start + BATCH]
-    col.add(
-        ids=[r[0] for r in part],
-        documents=[r[1] for r in part],
-        metadatas=[{"doc_id": r[2]} for r in part],
+out: dict[str, float] = {}
+for mode in modes:
+    col = client.create_collection(
+        mode, embedding_function=function, metadata={"hnsw:space": "cosine"}
     )
-seconds = time.perf_counter() - started
-assert col.count() == len(rows)
-print(json.dumps({"chroma_add_s": seconds, "chunks": len(rows)}))
+    started = time.perf_counter()
+    (add_per_file if mode == "per_file" else add_batched)(col, rows)
+    out[f"chroma_{mode}_s"] = time.perf_counter() - started
+    assert col.count() == len(rows)
+print(json.dumps(out))
