@@ -87,6 +87,11 @@ class VectorStoreToolConfig(StrictModel):
     min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
     chunk_size: int = Field(default=512, ge=16, description="Tokens per chunk.")
     chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by neighbours.")
+    search_mode: Literal["hybrid", "semantic", "keyword"] = Field(
+        default="hybrid",
+        description="hybrid: keyword (BM25) and semantic fused; semantic: the embedding model "
+        "alone; keyword: BM25 alone.",
+    )
 
     @field_validator("name")
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -10,14 +10,17 @@ class SearchResult:
     """Internal search result structure (formatted to a string for the agent)."""
 
     rank: int  # 1-indexed
-    score: float  # cosine similarity, 0.0-1.0
+    score: float  # relevance in the tool's search mode, 0.0-1.0 (semantic: the cosine)
     source_path: str  # relative to the project root
     content: str
-    chunk_id: str = ""
+    chunk_id: str = ""  # the best-scoring chunk of the passage
     doc_id: str = ""
     book_id: str = ""
     library_id: str = ""
     chunk_index: int = 0
+    similarity: float = 0.0  # cosine similarity with the query (min_similarity_score's measure)
+    location: str = ""  # where in the file: "page 3", "lines 10-42" ("" when unknown)
+    chunks: list[int] = field(default_factory=list)  # chunk indexes merged into this passage
 
 
 def format_results(results: list[SearchResult]) -> str:

@@ -18,6 +18,7 @@ nothing matches. Counts come from the query's total, which is not capped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -41,6 +42,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 from holodeck.errors import ConfigError, IngestError, IngestRunning, ValidationError
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
+from holodeck.vectorstore.keywords import redis_expression
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 logger = logging.getLogger(__name__)
@@ -165,6 +167,8 @@ class RedisIndexAdapter:
                     self.index_name,
                 )
                 index.create()
+            else:
+                self._add_keyword_fields()
             self._info = info
             return info
 
@@ -264,6 +268,57 @@ class RedisIndexAdapter:
             ChunkHit(_from_hash(row), _similarity(float(row[_DISTANCE]), self._index_metric))
             for row in rows
         ]
+
+    def keyword_search(
+        self, tenant_id: str, query: str, k: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """BM25 (the Query Engine's BM25STD) on chunk content inside the tenant's scope.
+
+        The scope is a numeric range on ``scope`` (a hash of tenant and library): tag clauses
+        would add their own BM25 terms to the score, numeric ranges add none. Every hit's
+        tenant, library and other filters are then checked exactly.
+        """
+        index = self._existing()
+        text = redis_expression(query, "words")
+        if index is None or text is None or k <= 0 or _scope(tenant_id, filters) is None:
+            return []
+        libraries = filters.library_ids
+        if libraries is None:
+            libraries = sorted(self._library_ids(tenant_id))
+        ranges = " | ".join(
+            f"@scope:[{n} {n}]"
+            for n in sorted({_scope_number(tenant_id, lib) for lib in libraries})
+        )
+        narrowed = filters.book_ids is not None or filters.tags is not None or filters.language
+        fetch = min(10_000, k * 4 + 100) if narrowed else k
+        request = (
+            Query(f"({ranges}) {text}")
+            .scorer("BM25STD")
+            .with_scores()
+            .return_fields(*(f for f in _RECORD_FIELDS if f != "vector"))
+            .return_field("vector", decode_field=False)
+            .paging(0, fetch)
+            .dialect(2)
+        )
+        with self._guard():
+            found = self._client.ft(self.index_name).search(request)
+        hits = []
+        for doc in found.docs:
+            record = _from_hash(vars(doc))
+            if record.tenant_id == tenant_id and _matches(record, filters):
+                hits.append(ChunkHit(record, float(doc.score)))
+        return hits[:k]
+
+    def _library_ids(self, tenant_id: str) -> set[str]:
+        """Libraries of a tenant that hold document states (a search over all of them)."""
+        pattern = f"{self._prefix}:docs:" + json.dumps([tenant_id], ensure_ascii=False)[:-1] + ",*"
+        found = set()
+        with self._guard():
+            for key in self._client.scan_iter(match=pattern, count=1000):
+                scope = json.loads(_text(key)[len(f"{self._prefix}:docs:") :])
+                if scope[0] == tenant_id:
+                    found.add(scope[1])
+        return found
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         """Remove every chunk of one document; 0 for an unknown one."""
@@ -536,6 +591,8 @@ class RedisIndexAdapter:
             },
             "fields": [
                 *({"name": name, "type": "tag", "attrs": tag} for name in _TAG_FIELDS),
+                {"name": "words", "type": "text"},  # BM25 keyword search
+                {"name": "scope", "type": "numeric"},  # tenant + library, never scored
                 {"name": "chunk_index", "type": "numeric", "attrs": {"sortable": True}},
                 {
                     "name": "vector",
@@ -553,6 +610,43 @@ class RedisIndexAdapter:
         self._index_algorithm = cast(Algorithm, algorithm.upper())
         self._index_metric = cast(Metric, metric.upper())
         return self._index
+
+    def _add_keyword_fields(self) -> None:
+        """An index made before keyword search gains its ``content`` TEXT and ``scope``
+        NUMERIC fields (FT.ALTER) and its chunks their ``scope`` value; the Query Engine then
+        indexes the stored chunks' text in the background."""
+        info = self._client.ft(self.index_name).info()
+        names = {
+            _text(value)
+            for attr in info["attributes"]
+            for key, value in zip(attr[::2], attr[1::2], strict=False)
+            if _text(key) == "attribute"
+        }
+        missing = [f for f in (("words", "TEXT"), ("scope", "NUMERIC")) if f[0] not in names]
+        if not missing:
+            return
+        for name, kind in missing:
+            self._client.execute_command("FT.ALTER", self.index_name, "SCHEMA", "ADD", name, kind)
+        keys = list(self._client.scan_iter(match=f"{self._prefix}:chunk:*", count=1000))
+        for start in range(0, len(keys), WRITE_BATCH):
+            part = keys[start : start + WRITE_BATCH]
+            with self._client.pipeline(transaction=False) as pipe:
+                for key in part:
+                    pipe.hmget(key, "tenant_id", "library_id", "content")
+                rows = pipe.execute()
+            with self._client.pipeline(transaction=False) as pipe:
+                for key, (tenant, library, content) in zip(part, rows, strict=True):
+                    if tenant is None or library is None or content is None:
+                        continue
+                    scope = _scope_number(_text(tenant), _text(library))
+                    pipe.hset(key, mapping={"scope": scope, "words": _words(_text(content))})
+                pipe.execute()
+        logger.info(
+            "Redis index %s gained the fields of keyword search; its %d chunks are indexed "
+            "for it in the background",
+            self.index_name,
+            len(keys),
+        )
 
     def _existing(self) -> SearchIndex | None:
         """The index handle, or None while no index was created (reads then find nothing)."""
@@ -668,6 +762,29 @@ def _scope(tenant_id: str, filters: ChunkFilters) -> FilterExpression | None:
     return expr
 
 
+def _words(content: str) -> str:
+    """The text the Query Engine indexes for keywords: whitespace made plain spaces (it does
+    not split words at newlines or tabs, so ``end\nstart`` would be one word)."""
+    return " ".join(content.split())
+
+
+def _scope_number(tenant_id: str, library_id: str) -> int:
+    """52 bits of a hash of tenant and library: exact as a NUMERIC (a double) in Redis."""
+    digest = hashlib.sha256(f"{tenant_id}\x1f{library_id}".encode()).digest()
+    return int.from_bytes(digest[:7], "big") >> 4
+
+
+def _matches(rec: ChunkRecord, f: ChunkFilters) -> bool:
+    """Whether a record of the right tenant is inside the other filters."""
+    if f.library_ids is not None and rec.library_id not in f.library_ids:
+        return False
+    if f.book_ids is not None and rec.book_id not in f.book_ids:
+        return False
+    if f.tags is not None and not set(f.tags).intersection(rec.tags):
+        return False
+    return f.language is None or rec.language == f.language
+
+
 def _similarity(distance: float, metric: Metric) -> float:
     """Cosine similarity of normalised vectors from the backend's distance, in [0, 1].
 
@@ -707,6 +824,8 @@ def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
         "tags": TAG_SEPARATOR.join(rec.tags),
         "language": rec.language or "",
         "location": rec.location,
+        "scope": _scope_number(rec.tenant_id, rec.library_id),
+        "words": _words(rec.content),
     }
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from holodeck.errors import IngestError
+from holodeck.vectorstore.keywords import fts5_expression
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 #: Entries of the ``changes`` log kept after an ingest; a reader further behind reloads.
@@ -231,6 +232,26 @@ class SqliteIndexAdapter:
                 hits.append(ChunkHit(rec, float(np.clip(scores[i], 0.0, 1.0))))
         return hits
 
+    def keyword_search(
+        self, tenant_id: str, query: str, k: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """BM25 over the full-text index inside the tenant's scope (score: higher is better)."""
+        expression = fts5_expression(query)
+        libs = self._scope_libs(tenant_id, filters)
+        if expression is None or not libs or k <= 0:
+            return []
+        where, args = _filter_sql(filters)
+        sql = (
+            "SELECT c.id, -bm25(chunks_fts) FROM chunks_fts "
+            "JOIN chunks c ON c.id = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))}){where} "
+            "ORDER BY bm25(chunks_fts), c.id LIMIT ?"
+        )
+        with self._reading() as db:
+            ranked = db.execute(sql, (expression, *libs, *args, k)).fetchall()
+        records = self._records([row_id for row_id, _ in ranked], with_vectors=True)
+        return [ChunkHit(records[i], float(score)) for i, score in ranked if i in records]
+
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         with self._writing() as db:
             lib = self._lib(db, tenant_id, library_id)
@@ -396,23 +417,12 @@ class SqliteIndexAdapter:
 
     def _allowed_ids(self, lib: int, f: ChunkFilters) -> np.ndarray | None:
         """Row ids of a library that pass the book, tag and language filters (None: all)."""
-        clauses, args = [], []
-        if f.book_ids is not None:
-            clauses.append(f"book_id IN ({','.join('?' * len(f.book_ids))})")
-            args += list(f.book_ids)
-        if f.tags is not None:
-            marks = ",".join("?" * len(f.tags))
-            clauses.append(f"EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN ({marks}))")
-            args += list(f.tags)
-        if f.language is not None:
-            clauses.append("language = ?")
-            args.append(f.language)
-        if not clauses:
+        where, args = _filter_sql(f)
+        if not where:
             return None
-        sql = f"SELECT id FROM chunks WHERE lib = ? AND {' AND '.join(clauses)}"
         with self._reading() as db:
-            rows = db.execute(sql, (lib, *args)).fetchall()
-        return np.array([r[0] for r in rows], dtype=np.int64)
+            rows = db.execute(f"SELECT id FROM chunks c WHERE c.lib = ?{where}", (lib, *args))
+            return np.array([r[0] for r in rows], dtype=np.int64)
 
     def _matrix(self, lib: int) -> _Matrix:
         """The library's vectors in memory, brought up to date with what is committed."""
@@ -478,18 +488,37 @@ class SqliteIndexAdapter:
             vectors[i] = np.frombuffer(blob, dtype=np.float32)
         return _Matrix(ids, vectors)
 
-    def _records(self, ids: list[int]) -> dict[int, ChunkRecord]:
-        """Records by row id, without their vectors (the caller has them in memory)."""
+    def _records(self, ids: list[int], with_vectors: bool = False) -> dict[int, ChunkRecord]:
+        """Records by row id; vectors only when asked (a dense search has them in memory)."""
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
+        vector, join = (
+            (", v.vector", " JOIN vectors v ON v.id = c.id") if with_vectors else ("", "")
+        )
         with self._reading() as db:
             rows = db.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c "
-                f"JOIN libraries l ON l.id = c.lib WHERE c.id IN ({marks})",
+                f"SELECT {_CHUNK_COLUMNS}{vector} FROM chunks c "
+                f"JOIN libraries l ON l.id = c.lib{join} WHERE c.id IN ({marks})",
                 ids,
             ).fetchall()
-        return {row[0]: _record(row, None) for row in rows}
+        return {row[0]: _record(row, row[16] if with_vectors else None) for row in rows}
+
+
+def _filter_sql(f: ChunkFilters) -> tuple[str, list[Any]]:
+    """``AND ...`` clauses on chunks ``c`` for the book, tag and language filters."""
+    clauses, args = [], []
+    if f.book_ids is not None:
+        clauses.append(f"c.book_id IN ({','.join('?' * len(f.book_ids))})")
+        args += list(f.book_ids)
+    if f.tags is not None:
+        marks = ",".join("?" * len(f.tags))
+        clauses.append(f"EXISTS (SELECT 1 FROM json_each(c.tags) WHERE value IN ({marks}))")
+        args += list(f.tags)
+    if f.language is not None:
+        clauses.append("c.language = ?")
+        args.append(f.language)
+    return "".join(f" AND {c}" for c in clauses), args
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:

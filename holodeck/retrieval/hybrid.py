@@ -1,0 +1,37 @@
+"""A query answered as passages: candidates from each side the mode asks for, fused, filtered
+by semantic similarity, neighbouring chunks merged. The same for every backend."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from holodeck.retrieval.fusion import SearchMode, fuse
+from holodeck.retrieval.passages import MAX_CHUNKS, Passage, merge
+from holodeck.vectorstore.records import ChunkFilters
+from holodeck.vectorstore.store import VectorStore
+
+#: Candidates each side hands to the fusion (more when top_k asks for more).
+DEPTH = 100
+
+
+def retrieve(
+    store: VectorStore,
+    tenant_id: str,
+    query: str,
+    vector: np.ndarray,
+    k: int,
+    filters: ChunkFilters,
+    mode: SearchMode = "hybrid",
+    min_similarity: float | None = None,
+) -> tuple[list[Passage], int]:
+    """The ``k`` best passages and how many chunks were found before ``min_similarity``.
+
+    ``min_similarity`` keeps the contract's meaning in every mode: a chunk's cosine
+    similarity with the query, whatever ranked it.
+    """
+    depth = max(k * MAX_CHUNKS, DEPTH if mode == "hybrid" else 0)
+    dense = store.search(tenant_id, vector, depth, filters) if mode != "keyword" else []
+    keyword = store.keyword_search(tenant_id, query, depth, filters) if mode != "semantic" else []
+    ranked = fuse(dense, keyword, np.asarray(vector, dtype=np.float32), mode)
+    kept = [s for s in ranked if min_similarity is None or s.similarity >= min_similarity]
+    return merge(kept, k), len(ranked)
