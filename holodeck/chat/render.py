@@ -1,16 +1,24 @@
-"""Text the chat shows besides answers: tool-call lines, /sources, /tools, /help, banners.
+"""Text the chat shows besides LLM answers: search results, tool-call lines, commands, banners.
 
-Plain strings, so the terminal and the line mode (pipes, scripts) show the same words.
+The terminal and the line mode (pipes, scripts) show the same facts; the terminal adds
+styles (rich ``Text``: the query's words highlighted) and shorter result headers, the line
+mode prints ``Text.plain`` in a stable form for scripts.
+Results are numbered across the last message's searches, so ``/show N`` names one.
 """
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from holodeck.agent.loop import Agent, ToolCallRecord
+from holodeck.chat.snippets import query_terms, snippet_lines, term_spans
+from holodeck.tools.formatting import SearchResult
 
 COMMANDS = (
     ("/help", "this list"),
     ("/tools", "the knowledge bases the agent can search"),
-    ("/sources", "the full results of the last message's searches"),
+    ("/show N", "result N of the last message, whole"),
+    ("/sources", "the results of the last message's searches: rank, tool, source, score"),
     ("/clear", "forget the conversation"),
     ("/exit", "leave (also exit, quit, Ctrl-D)"),
 )
@@ -19,7 +27,14 @@ RETRIEVAL_ONLY_BANNER = (
     "No LLM configured (no `model:` in agent.yaml): each message searches the knowledge "
     "bases. Add a model: section to chat with an LLM."
 )
+RESULTS_HINT = "/show N prints result N whole; /sources lists them."
 _QUERY_SHOWN = 60
+#: Widest a result's text is wrapped, whatever the terminal (long lines read badly); also
+#: the fixed width of the line mode, so its output does not depend on $COLUMNS.
+MAX_WIDTH = 100
+INDENT = "    "
+SNIPPET_LINES = 3
+HIGHLIGHT = "bold red"  # like grep's and ripgrep's matches
 
 
 def banner(agent: Agent) -> str:
@@ -51,15 +66,109 @@ def tool_line(record: ToolCallRecord) -> str:
     )
 
 
-def sources_text(records: list[ToolCallRecord]) -> str:
-    """``/sources``: every search of the last message with exactly what the tool returned."""
-    if not records:
-        return "No searches in the last message."
+def numbered(records: list[ToolCallRecord]) -> list[tuple[int, ToolCallRecord, SearchResult]]:
+    """Every result of ``records`` with its number: 1, 2, ... across all the searches."""
+    out: list[tuple[int, ToolCallRecord, SearchResult]] = []
+    for record in records:
+        for result in record.results:
+            out.append((len(out) + 1, record, result))
+    return out
+
+
+def result_header(number: int, result: SearchResult, terminal: bool = False) -> Text:
+    """A result's first line; the location only when known.
+
+    Plain (pipes): ``[N] Score: 0.71 | Source: path | Location: lines 10-42``, the contract's
+    result line, so scripts that read the tool's output read this too. Terminal: the same
+    facts in less width, ``[N] 0.71  path (lines 10-42)``, so path and location fit 80 columns.
+    """
+    line = Text()
+    line.append(f"[{number}]", style="bold")
+    if terminal:
+        line.append(f" {result.score:.2f}  ", style="dim")
+        line.append(result.source_path, style="green")
+        if result.location:
+            line.append(f" ({result.location})", style="green")
+        return line
+    line.append(f" Score: {result.score:.2f} | Source: {result.source_path}")
+    if result.location:
+        line.append(f" | Location: {result.location}")
+    return line
+
+
+def compact_results(
+    records: list[ToolCallRecord], width: int = MAX_WIDTH, terminal: bool = False
+) -> Text:
+    """The retrieval-only answer: per result its header and a few lines around the best match.
+
+    Each search's results come under a ``## tool`` heading when there are several searches;
+    a search with no results or an error shows the tool's own text for it. ``terminal``
+    chooses the header's form (``result_header``).
+    """
+    width = min(width, MAX_WIDTH) - len(INDENT)
+    numbers = iter(numbered(records))
     blocks = []
     for record in records:
-        query = record.query if record.query is not None else ""
-        blocks.append(f"== {record.tool}({query!r})\n{record.output}")
-    return "\n\n".join(blocks)
+        lines = [Text(f"## {record.tool}", style="bold")] if len(records) > 1 else []
+        if not record.results:
+            lines.append(Text(record.output))
+        terms = query_terms(record.query or "")
+        for _ in record.results:
+            number, _, result = next(numbers)
+            lines.append(result_header(number, result, terminal))
+            for line in snippet_lines(result.content, terms, width, SNIPPET_LINES):
+                lines.append(highlighted(INDENT + line, terms))
+        blocks.append(Text("\n").join(lines))
+    return Text("\n\n").join(blocks)
+
+
+def show_result(records: list[ToolCallRecord], arg: str, terminal: bool = False) -> Text:
+    """``/show N``: result N of the last message, header and whole text."""
+    results = numbered(records)
+    if not results:
+        return Text("No results in the last message.")
+    if not arg.isdigit() or not 1 <= int(arg) <= len(results):
+        return Text(f"/show takes a result number from 1 to {len(results)}.")
+    number, record, result = results[int(arg) - 1]
+    body = highlighted(result.content, query_terms(record.query or ""))
+    return Text("\n").join([result_header(number, result, terminal), body])
+
+
+def highlighted(text: str, terms: frozenset[str]) -> Text:
+    """``text`` with every word of the query (by stem) in the highlight style."""
+    out = Text(text)
+    for start, end in term_spans(text, terms):
+        out.stylize(HIGHLIGHT, start, end)
+    return out
+
+
+def sources_text(records: list[ToolCallRecord]) -> str:
+    """``/sources``: one aligned row per result (rank, tool, source, location, score), no text.
+
+    ``#`` is the number ``/show`` takes; it is the tool's rank when one tool was searched.
+    Searches that failed or found nothing get a line saying so.
+    """
+    if not records:
+        return "No searches in the last message."
+    rows = [("#", "tool", "source", "location", "score")]
+    rows += [
+        (str(n), rec.tool, res.source_path, res.location or "-", f"{res.score:.2f}")
+        for n, rec, res in numbered(records)
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = (
+        [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows
+        ]
+        if len(rows) > 1
+        else []
+    )
+    for record in records:
+        if not record.results:
+            query = record.query if record.query is not None else ""
+            lines.append(f"{record.tool}({query!r}): {record.output}")
+    return "\n".join(lines)
 
 
 def tools_text(agent: Agent) -> str:

@@ -3,7 +3,8 @@
 On a terminal: prompt_toolkit for line editing and history, answers streamed as rich
 Markdown, Ctrl-C stops the answer in progress and returns to the prompt. Otherwise (pipes,
 scripts): each input line is a message, answers go to stdout as plain text, tool lines and
-errors to stderr, and the exit code is 3 if any message failed.
+errors to stderr, and the exit code is 3 if any message failed. Without an LLM an answer is
+the compact list of results (``render.compact_results``), the same facts in both modes.
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ from rich.text import Text
 from holodeck.agent.loop import Agent, ToolCallRecord, TurnResult
 from holodeck.chat.render import (
     EXIT_WORDS,
+    MAX_WIDTH,
+    RESULTS_HINT,
     banner,
+    compact_results,
     help_text,
+    show_result,
     sources_text,
     tool_line,
     tools_text,
 )
 from holodeck.config.loader import home_dir
+from holodeck.console import make_console
 from holodeck.errors import HoloDeckError, LLMError
 
 if TYPE_CHECKING:
@@ -60,9 +66,10 @@ class ChatSession:
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
-        self.console = Console(file=self.stdout, highlight=False)
+        self.console = make_console(file=self.stdout, highlight=False)
         self.last_calls: list[ToolCallRecord] = []
         self.failures = 0
+        self.hinted = False  # the /show hint is given once per session
 
     async def run(self) -> int:
         """Chat until the user leaves; the exit code (line mode: 3 if any message failed)."""
@@ -87,7 +94,8 @@ class ChatSession:
         if lowered in EXIT_WORDS:
             return False
         if text.startswith("/"):
-            self._command(lowered.split()[0])
+            name, _, arg = text.partition(" ")
+            self._command(name.lower(), arg.strip())
             return True
         if self.interactive:
             await self._answer_cancellable(text)
@@ -97,11 +105,13 @@ class ChatSession:
 
     # -- commands ----------------------------------------------------------------------
 
-    def _command(self, name: str) -> None:
+    def _command(self, name: str, arg: str) -> None:
         if name == "/help":
             self._show(help_text())
         elif name == "/tools":
             self._show(tools_text(self.agent))
+        elif name == "/show":
+            self._show(show_result(self.last_calls, arg, self.interactive))
         elif name == "/sources":
             self._show(sources_text(self.last_calls))
         elif name == "/clear":
@@ -135,8 +145,13 @@ class ChatSession:
             return None
         self.last_calls = result.tool_calls
         if self.agent.retrieval_only:
-            out.results(result.answer)
+            width = self.console.width if self.interactive else MAX_WIDTH
+            out.results(compact_results(result.tool_calls, width, self.interactive))
         out.finish()
+        if self.interactive and self.agent.retrieval_only and not self.hinted:
+            self.hinted = any(record.results for record in result.tool_calls)
+            if self.hinted:
+                self._info(RESULTS_HINT)
         return result
 
     async def _answer_cancellable(self, message: str) -> None:
@@ -175,12 +190,12 @@ class ChatSession:
 
     # -- output helpers ----------------------------------------------------------------
 
-    def _show(self, text: str) -> None:
+    def _show(self, text: str | Text) -> None:
         """Command output: on stdout in both modes (it is what the user asked for)."""
         if self.interactive:
-            self.console.print(Text(text))
+            self.console.print(Text(text) if isinstance(text, str) else text)
         else:
-            print(text, file=self.stdout, flush=True)
+            print(text if isinstance(text, str) else text.plain, file=self.stdout, flush=True)
 
     def _info(self, text: str) -> None:
         """Status lines: dim on the terminal, stderr in line mode."""
@@ -235,8 +250,8 @@ class _PlainOutput:
             self.wrote = False
         print(f"[search] {line}", file=self.stderr, flush=True)
 
-    def results(self, answer: str) -> None:
-        self.stdout.write(answer)
+    def results(self, answer: Text) -> None:
+        self.stdout.write(answer.plain)
         self.wrote = True
 
     def finish(self) -> None:
@@ -295,9 +310,10 @@ class _TerminalOutput:
         self.console.print(Text(f"  ⌕ {line}", style="cyan"))
         self._wait()
 
-    def results(self, answer: str) -> None:
+    def results(self, answer: Text) -> None:
         self._stop()
-        self.console.print(Text(answer))
+        # Snippets come wrapped to the width; a header too long is cut with "…", not wrapped.
+        self.console.print(answer, no_wrap=True, overflow="ellipsis")
 
     def finish(self) -> None:
         self._stop()

@@ -2,7 +2,9 @@
 
 Commands live in their own modules and hold no ingestion or search logic: they parse flags,
 call the library and render. Every ``HoloDeckError`` becomes one line on stderr and its exit
-code (2 for a user's mistake); ``-v`` adds the traceback.
+code (2 for a user's mistake); ``-v`` adds the traceback. ``-v`` and ``-q`` work before and
+after the command name alike (``holodeck -q ingest`` = ``holodeck ingest -q``), as in git,
+pip or ruff: every command gets them when it is looked up.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class HoloDeckGroup(click.Group):
             return None
         module, attr = target.split(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
+        _add_verbosity_options(command)
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -62,18 +65,55 @@ def _fail(ctx: click.Context, exc: BaseException, code: int, unexpected: bool = 
     sys.exit(code)
 
 
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """Record ``-v``/``-q`` wherever they were given and set the log level from both."""
+    obj = ctx.ensure_object(dict)  # subcommands share the root's dict
+    if value:
+        obj[f"{param.name}_asked"] = True
+    obj["verbose"] = bool(obj.get("verbose_asked"))
+    obj["quiet"] = bool(obj.get("quiet_asked")) and not obj["verbose"]  # -v wins
+    level = logging.DEBUG if obj["verbose"] else logging.ERROR if obj["quiet"] else logging.INFO
+    setup_logging(level)
+
+
+def _verbosity_options() -> list[click.Option]:
+    return [
+        click.Option(
+            ["-v", "--verbose"],
+            is_flag=True,
+            expose_value=False,
+            callback=_set_verbosity,
+            help="Show debug logs and tracebacks.",
+        ),
+        click.Option(
+            ["-q", "--quiet"],
+            is_flag=True,
+            expose_value=False,
+            callback=_set_verbosity,
+            help="Only show errors and results.",
+        ),
+    ]
+
+
+def _add_verbosity_options(command: click.Command) -> None:
+    """Give ``command`` (and a group's subcommands) ``-v``/``-q``, unless it has its own."""
+    taken = {opt for param in command.params for opt in param.opts}
+    if not taken & {"-v", "--verbose", "-q", "--quiet"}:
+        command.params.extend(_verbosity_options())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _add_verbosity_options(sub)
+
+
 @click.group(cls=HoloDeckGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="holodeck")
-@click.option("-v", "--verbose", is_flag=True, help="Show debug logs and tracebacks.")
-@click.option("-q", "--quiet", is_flag=True, help="Only show errors and results.")
 @click.pass_context
-def cli(ctx: click.Context, verbose: bool, quiet: bool) -> None:
+def cli(ctx: click.Context) -> None:
     """HoloDeck: turn folders of documents into knowledge bases an AI agent can search."""
     ctx.ensure_object(dict)
-    ctx.obj["verbose"] = verbose
-    ctx.obj["quiet"] = quiet and not verbose
-    level = logging.DEBUG if verbose else logging.ERROR if quiet else logging.INFO
-    setup_logging(level)
+
+
+cli.params.extend(_verbosity_options())
 
 
 #: Commands by name, imported only when used: a command never pays for another's imports

@@ -1,24 +1,41 @@
-"""Options every command shares: how the agent file is found."""
+"""Options every command shares: how the agent file is found.
+
+Without ``-a`` (or a positional AGENT) a command looks for ``agent.yaml`` where git, ruff and
+pytest look for their own configuration: in the current folder, then in each parent, so the
+commands work from anywhere inside a project. The search stops at the first folder holding
+``.git`` (a repository's root: an agent file above it belongs to something else) or at the
+filesystem root. The project root is then the folder of the file found.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
+from holodeck.errors import ConfigError
+
 F = Callable[..., Any]
+
+AGENT_FILE = "agent.yaml"
+#: How every "no agent file" message ends: what the user can do about it.
+AGENT_HINT = "create one with `holodeck init`, or pass -a PATH"
+
+log = logging.getLogger("holodeck.cli")
 
 
 def agent_option(func: F) -> F:
-    """``-a/--agent PATH``, default ``./agent.yaml``."""
+    """``-a/--agent PATH``, default: ``agent.yaml`` here or in the nearest parent folder."""
     return click.option(
         "-a",
         "--agent",
         "agent_opt",
         type=click.Path(dir_okay=False),
         default=None,
-        help="Agent file (default: ./agent.yaml).",
+        help="Agent file (default: agent.yaml here or in the nearest parent folder).",
     )(func)
 
 
@@ -28,7 +45,33 @@ def agent_argument(func: F) -> F:
 
 
 def agent_path(agent_opt: str | None, agent_arg: str | None = None) -> str:
-    """The agent file from ``-a`` or the positional argument; both at once must agree."""
+    """The agent file from ``-a`` or the positional argument, else the one ``find_agent_file``
+    finds from the current folder; ``-a`` and AGENT at once must agree."""
     if agent_opt and agent_arg and agent_opt != agent_arg:
         raise click.UsageError("give the agent file either as AGENT or with -a, not both")
-    return agent_opt or agent_arg or "agent.yaml"
+    given = agent_opt or agent_arg
+    if given:
+        return given
+    found = find_agent_file(Path.cwd())
+    log.debug("Agent file: %s", found)
+    return str(found)
+
+
+def find_agent_file(start: Path) -> Path:
+    """``agent.yaml`` in ``start`` or the nearest parent, up to a ``.git`` folder (included).
+
+    A ``ConfigError`` naming the folders searched when there is none.
+    """
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / AGENT_FILE
+        if candidate.is_file():
+            return candidate
+        if (folder / ".git").exists():  # a folder, or a file in worktrees and submodules
+            where = (
+                f"{start} (a repository's root)"
+                if folder == start
+                else f"{start} or its parents up to the repository root {folder}"
+            )
+            raise ConfigError(f"no {AGENT_FILE} in {where}; {AGENT_HINT}")
+    raise ConfigError(f"no {AGENT_FILE} in {start} or any parent folder; {AGENT_HINT}")

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import click
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -17,6 +16,7 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 
+from holodeck.console import make_console
 from holodeck.ingest.pipeline import Progress
 from holodeck.tools.initialize import initialize_tools
 from holodeck.tools.vectorstore_tool import VectorStoreTool
@@ -50,7 +50,7 @@ def ingest_progress(tool: str, quiet: bool = False) -> Iterator[Progress]:
     if not sys.stderr.isatty():
         yield _plain(tool)
         return
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),

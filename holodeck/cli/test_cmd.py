@@ -22,6 +22,7 @@ from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
 from holodeck.config.models import TestCase
+from holodeck.console import make_console
 from holodeck.errors import ConfigError
 from holodeck.testing.cases import load_cases, select_cases
 from holodeck.testing.reports import FORMATS, report_format, write_junit, write_report
@@ -106,7 +107,7 @@ def test(
             "is nothing to test; add a tool to tools: (or a model:)"
         )
     quiet = bool(ctx.obj.get("quiet"))
-    out = _Output(Console(highlight=False, soft_wrap=True), cases, quiet)
+    out = _Output(make_console(highlight=False, soft_wrap=True), cases, quiet)
     try:
         runner = TestRunner(project, tools, parallel, on_start=out.started, on_done=out.done)
         ingest_tools(tools, force_ingest, quiet, wait=False)

@@ -96,7 +96,7 @@ def load_project(agent_path: str | Path) -> Project:
     """Read, substitute, validate and resolve an agent file and the global configs."""
     path = Path(agent_path).expanduser()
     if not path.is_file():
-        hint = " (create one from agent.yaml.example, or pass -a PATH)"
+        hint = " (check the path, or create one with `holodeck init`)"
         raise ConfigError(f"{path}: agent file not found{hint}")
     path = path.resolve()
     root = path.parent

@@ -81,7 +81,7 @@ def load_cases(project: Project) -> list[TestCase]:
     if not found:
         raise ConfigError(
             f"{label}: no test cases; add test_cases: (or test_cases_file:) to {label}, "
-            "see agent.yaml.example"
+            "each with a name: and an input:"
         )
     seen: set[str] = set()
     for case, origin in found:

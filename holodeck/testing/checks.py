@@ -172,7 +172,9 @@ def passages(text: str) -> list[str]:
             else:
                 segments[-1] += " " + line.strip()
         for segment in segments:
-            for sentence in _SENTENCE_END.split(segment):
+            # A heading is one passage ("## 3. Open the dashboard" has no sentence end).
+            sentences = [segment] if segment.startswith("#") else _SENTENCE_END.split(segment)
+            for sentence in sentences:
                 sentence = " ".join(sentence.split())
                 if len(_WORD.findall(sentence)) >= 2 and sentence not in seen:
                     seen.add(sentence)

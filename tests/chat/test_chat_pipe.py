@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +11,11 @@ from cli_helpers import run_holodeck
 from fake_openai import FakeOpenAI, error, text, tool_calls
 
 KEY = "sk-chat-test-key-42"
+
+
+#: A result's first line in the compact answer (the location only when the chunk has one).
+HEADER = re.compile(r"^\[(\d+)\] Score: (\d\.\d\d) \| Source: (\S+)(?: \| Location: (.+))?$")
+ROW = re.compile(r"^(\d+)\s+knowledge_base\s+(examples/docs/\S+)\s+(.+?)\s+(\d\.\d\d)$")
 
 
 def test_retrieval_only_on_the_example_project(fresh_example: Path) -> None:
@@ -22,23 +28,69 @@ def test_retrieval_only_on_the_example_project(fresh_example: Path) -> None:
         stdin="How do I retry a failed job?\n",
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Found 5 result(s):\n\n[1] Score: ")
-    first_block = done.stdout.split("\n\n")[1]
-    assert "Source: examples/docs/guides/retries.md" in first_block
+    lines = done.stdout.splitlines()
+    headers = [HEADER.match(line) for line in lines if not line.startswith("    ")]
+    assert lines[-1] == "" and headers[-1] is None  # the blank line that ends an answer
+    headers = headers[:-1]
+    assert all(headers), done.stdout
+    assert [int(m.group(1)) for m in headers if m] == [1, 2, 3, 4, 5]  # default top_k
+    first = headers[0]
+    assert first is not None and first.group(3) == "examples/docs/guides/retries.md"
+    # A few lines around the best-matching sentence: the answer is on screen, not the chunk.
+    snippet = lines[1 : lines.index(next(line for line in lines[1:] if line.startswith("[2]")))]
+    assert 1 <= len(snippet) <= 3 and all(line.startswith("    ") for line in snippet)
+    assert "a job gets the defaults: 3 attempts in total" in " ".join(snippet)
+    assert "\x1b" not in done.stdout
+
+    searches = [line for line in done.stderr.splitlines() if line.startswith("[search] ")]
+    assert len(searches) == 1
+    assert len(lines) + len(searches) <= 25  # the answer and its search line fit a screen
+    assert "knowledge_base('How do I retry a failed job?') -> 5 results, best " in searches[0]
     assert "No LLM configured (no `model:` in agent.yaml)" in done.stderr
-    assert "knowledge_base('How do I retry a failed job?') -> 5 results, best " in done.stderr
     assert "10 new, 0 changed" in done.stderr  # it ingested first
     assert "Traceback" not in done.stderr
 
 
 def test_commands_in_line_mode(example: Path) -> None:
-    lines = "/help\n/tools\nwhat is a worker pool?\n/sources\n/clear\n/bogus\nquit\nnever asked\n"
-    done = run_holodeck("chat", "-a", "agent.yaml.example", cwd=example, stdin=lines)
+    question = "what is a worker pool?"
+    commands = ["/help", "/tools", question, "/sources", "/show 1", "/SHOW 7", "/clear"]
+    commands += ["/sources", "/show 1", "/bogus", "quit", "never asked"]
+    done = run_holodeck(
+        "chat", "-a", "agent.yaml.example", cwd=example, stdin="\n".join(commands) + "\n"
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "/sources  the full results of the last message's searches" in out
+    assert "/show N   result N of the last message, whole" in out
     assert "knowledge_base: Search the Skyline documentation" in out
-    assert "== knowledge_base('what is a worker pool?')\nFound 5 result(s):" in out
+
+    # The same search from the shell, to compare with what the chat shows.
+    found = run_holodeck("search", "--json", "-a", "agent.yaml.example", question, cwd=example)
+    results = json.loads(found.stdout)["tools"][0]["results"]
+
+    # /sources: one row per result (rank, tool, source, location, score), none of their text
+    lines = out.splitlines()
+    top = lines.index(next(line for line in lines if line.startswith("#  tool")))
+    assert lines[top].split() == ["#", "tool", "source", "location", "score"]
+    rows = [ROW.match(line) for line in lines[top + 1 : top + 6]]
+    assert all(rows), "\n".join(lines[top : top + 6])
+    assert [r.groups() for r in rows if r] == [
+        (str(r["rank"]), r["source_path"], r["location"] or "-", f"{r['score']:.2f}")
+        for r in results
+    ]
+
+    # /show 1: the first result whole, exactly as the search found it
+    best = results[0]
+    where = f" | Location: {best['location']}" if best["location"] else ""
+    shown = (
+        f"[1] Score: {best['score']:.2f} | Source: {best['source_path']}{where}\n"
+        f"{best['content']}\n"
+    )
+    assert lines[top + 6] == shown.splitlines()[0]
+    assert shown in out
+    assert "/show takes a result number from 1 to 5." in out
+    # after /clear there is nothing to list or show
+    assert out.endswith("No searches in the last message.\nNo results in the last message.\n")
+
     assert "Conversation cleared." in done.stderr
     assert "Unknown command /bogus; /help lists the commands." in done.stderr
     assert "never asked" not in out + done.stderr  # quit ended the session

@@ -1,26 +1,46 @@
-"""``holodeck chat`` in a real pseudo-terminal (pexpect): prompt, commands, Ctrl-C, Ctrl-D."""
+"""``holodeck chat`` in a real pseudo-terminal (pexpect): prompt, commands, Ctrl-C, Ctrl-D.
+
+What the user sees is read back through a terminal emulator (pyte), so "fits in 25 lines"
+means 25 rows of a real 80-column screen.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
 import pexpect
+import pyte
 import pytest
 from chat_helpers import with_model
 from fake_openai import FakeOpenAI, text, tool_calls
 
 PROMPT = "you>"
+QUESTION = "How do I retry a failed job?"
+#: A result's first line on a terminal: number, score, source (and location when known).
+HEADER = re.compile(r"^\[\d\] \d\.\d\d  examples/docs/\S+( \(.+\))?$")
+#: SGR sequences that set a style; prompt_toolkit's plain resets (ESC[0m) do not count.
+STYLE = re.compile(r"\x1b\[(?!0?m)[0-9;]*m")
 
 
-def spawn(project: Path, *args: str, env: dict[str, str] | None = None) -> pexpect.spawn:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_"))}
+def spawn(
+    project: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    no_color: bool = True,
+    size: tuple[int, int] = (50, 200),
+) -> pexpect.spawn:
+    """``holodeck chat ARGS`` on a ``size`` (rows, columns) terminal, its output logged."""
+    full_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_", "NO_COLOR"))
+    }
     full_env.update(
         HOME=str(project / "home"),
         TERM="xterm-256color",
-        NO_COLOR="1",
         PROMPT_TOOLKIT_NO_CPR="1",  # pexpect does not answer cursor-position requests
+        **({"NO_COLOR": "1"} if no_color else {}),
         **(env or {}),
     )
     child = pexpect.spawn(
@@ -29,7 +49,7 @@ def spawn(project: Path, *args: str, env: dict[str, str] | None = None) -> pexpe
         cwd=str(project),
         env=full_env,
         encoding="utf-8",
-        dimensions=(50, 200),
+        dimensions=size,
         timeout=120,
     )
     child.logfile_read = open(project / "terminal.log", "w", encoding="utf-8")  # noqa: SIM115
@@ -43,20 +63,63 @@ def finish(child: pexpect.spawn) -> int:
     return child.exitstatus
 
 
+def terminal_output(project: Path) -> str:
+    """Everything the session wrote to the terminal, escape codes included."""
+    with open(project / "terminal.log", encoding="utf-8", newline="") as log:  # keep the \r
+        return log.read()
+
+
+def screen_rows(project: Path, size: tuple[int, int]) -> list[str]:
+    """The screen as a terminal of ``size`` shows it at the end of the session."""
+    rows, columns = size
+    screen = pyte.Screen(columns, rows)
+    pyte.Stream(screen).feed(terminal_output(project))
+    return [row.rstrip() for row in screen.display]
+
+
 def test_retrieval_only_session(example: Path) -> None:
-    child = spawn(example, "-a", "agent.yaml.example")
+    size = (200, 80)  # 80 columns; rows enough that nothing scrolls away before it is read
+    child = spawn(example, "-a", "agent.yaml.example", size=size)
     try:
         child.expect_exact("No LLM configured (no `model:` in agent.yaml)")
         child.expect_exact(PROMPT)
-        child.sendline("How do I retry a failed job?")
-        child.expect_exact("knowledge_base('How do I retry a failed job?') -> 5 results")
-        child.expect_exact("best examples/docs/guides/retries.md")
-        child.expect_exact("[1] Score: ")
+        child.sendline(QUESTION)
+        child.expect_exact(f"knowledge_base('{QUESTION}') -> 5 results")
+        child.expect(r"\[1\] \d\.\d\d  examples/docs/guides/retries\.md")
+        child.expect(r"\[5\] \d\.\d\d  examples/docs/")
+        child.expect_exact("/show N prints result N whole; /sources lists them.")
         child.expect_exact(PROMPT)
         child.sendline("/sources")
-        child.expect_exact("== knowledge_base('How do I retry a failed job?')")
-        child.expect_exact("Found 5 result(s):")
-        child.expect_exact("Source: examples/docs/guides/retries.md")
+        child.expect(r"1\s+knowledge_base\s+examples/docs/guides/retries\.md\s+.+?\s+0\.\d\d")
+        child.expect(r"5\s+knowledge_base\s+")
+        child.expect_exact(PROMPT)
+        child.sendline("/show 1")
+        child.expect(r"\[1\] \d\.\d\d  examples/docs/guides/retries\.md")
+        child.expect_exact("## The retry policy")  # the whole chunk, headings and all
+        child.expect_exact(PROMPT)
+        child.sendline("/exit")
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+
+    rows = screen_rows(example, size)
+    asked = rows.index(f"you> {QUESTION}")
+    next_prompt = next(i for i in range(asked + 1, len(rows)) if rows[i].startswith("you>"))
+    answer = rows[asked:next_prompt]
+    assert len(answer) <= 25, "\n".join(answer)  # question, search line, results, hint
+    assert sum(bool(HEADER.match(row)) for row in answer) == 5
+    sources = rows[next_prompt + 1 : next_prompt + 7]
+    assert [row.split()[0] for row in sources] == ["#", "1", "2", "3", "4", "5"]
+    assert STYLE.findall(terminal_output(example)) == []  # NO_COLOR: not one style
+
+
+def test_query_words_are_highlighted_on_a_colour_terminal(example: Path) -> None:
+    child = spawn(example, "-a", "agent.yaml.example", no_color=False)
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline(QUESTION)
+        # A word of the question, in any form, in the highlight style (bold red).
+        child.expect(r"\x1b\[1;31m(?:[Rr]etr(?:y|ied|ies)|[Ff]ail(?:ed|s)?|[Jj]obs?)\x1b\[0m")
         child.expect_exact(PROMPT)
         child.sendline("/exit")
         assert finish(child) == 0
@@ -74,7 +137,7 @@ def test_llm_session_streams_and_ctrl_c_stops_an_answer(
         text("A slow answer that never ends. " * 100, delay=0.1),
         text("The **dead-letter queue** keeps runs for 30 days."),
     )
-    child = spawn(example, env={"OPENAI_API_KEY": "sk-terminal-test"})
+    child = spawn(example, env={"OPENAI_API_KEY": "sk-terminal-test"}, no_color=False)
     try:
         child.expect_exact("Chatting with fake-model (openai)")
         child.expect_exact(PROMPT)

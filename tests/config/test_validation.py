@@ -204,6 +204,7 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
 
 
 def test_missing_agent_file(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # the search for agent.yaml stops here
     result = run_holodeck("config", "show", cwd=tmp_path)
     assert result.returncode == 2
-    assert "agent.yaml: agent file not found" in result.stderr
+    assert f"no agent.yaml in {tmp_path.resolve()}" in result.stderr

@@ -1,0 +1,168 @@
+"""What the chat shows of search results: the compact answer, /show N, /sources.
+
+In-process, on results a real tool found (real model, real local index) or on the text of the
+example documents; the CLI tests (test_chat_pipe, test_chat_terminal) run the same code
+through the real command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from cli_helpers import write
+
+from holodeck.agent.loop import ToolCallRecord
+from holodeck.chat.render import compact_results, highlighted, show_result, sources_text
+from holodeck.chat.snippets import query_terms, snippet_lines
+from holodeck.config.loader import load_project
+from holodeck.tools.formatting import SearchResult
+from holodeck.tools.vectorstore_tool import build_tools
+from holodeck.vectorstore.records import ChunkRecord, chunk_id_for, text_hash
+
+REPO = Path(__file__).resolve().parents[2]
+#: The example guide as the index holds it: without its front matter.
+RETRIES = (
+    (REPO / "examples" / "docs" / "guides" / "retries.md")
+    .read_text(encoding="utf-8")
+    .split("---")[2]
+)
+
+
+def searched(tool: str, query: str, results: list[SearchResult]) -> ToolCallRecord:
+    return ToolCallRecord("", tool, {"query": query}, query, "(the tool's text)", results)
+
+
+def result(rank: int, source: str, content: str, location: str = "") -> SearchResult:
+    return SearchResult(rank, 0.9 - rank / 10, source, content, location=location)
+
+
+def test_location_from_the_store_is_shown_when_known(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "pump.md", "# Pump\n\nThe pump is primed by opening valve B.\n")
+    write(
+        tmp_path / "agent.yaml",
+        "name: render-test\ntools:\n  - {type: vectorstore, name: kb, source: docs}\n",
+    )
+    project = load_project(tmp_path / "agent.yaml")
+    tool = build_tools(project)[0]
+    try:
+        tool.initialize_sync()
+        # A chunk whose converter knew its page (issue 11 fills this in for real files).
+        text = "To bleed the pump, open valve C for ten seconds before starting it."
+        tool.store.upsert_chunks(
+            project.tenant_id,
+            [
+                ChunkRecord(
+                    chunk_id=chunk_id_for(project.tenant_id, "kb", "manual.pdf", 0),
+                    tenant_id=project.tenant_id,
+                    library_id="kb",
+                    book_id="",
+                    doc_id="manual.pdf",
+                    chunk_index=0,
+                    content=text,
+                    vector=np.asarray(tool.embedder.embed([text])[0]),
+                    embedding_model=tool.embedder.model_id,
+                    source_path="docs/manual.pdf",
+                    mtime=0.0,
+                    content_hash=text_hash(text),
+                    token_count=14,
+                    location="page 3",
+                )
+            ],
+        )
+        results, _ = tool.find("how do I bleed the pump?")
+    finally:
+        tool.close()
+    assert [r.source_path for r in results] == ["docs/manual.pdf", "docs/pump.md"]
+    assert results[0].location == "page 3"
+    score = f"{results[0].score:.2f}"
+    shown = compact_results([searched("kb", "how do I bleed the pump?", results)]).plain
+    lines = shown.splitlines()
+    assert lines[0] == f"[1] Score: {score} | Source: docs/manual.pdf | Location: page 3"
+    assert lines[1] == f"    {text}"
+    assert lines[2].startswith(f"[2] Score: {results[1].score:.2f} | Source: docs/pump.md")
+
+    on_terminal = compact_results([searched("kb", "how", results)], terminal=True).plain
+    assert on_terminal.splitlines()[0] == f"[1] {score}  docs/manual.pdf (page 3)"
+
+    table = sources_text([searched("kb", "how do I bleed the pump?", results)]).splitlines()
+    assert table[0].split() == ["#", "tool", "source", "location", "score"]
+    assert table[1].split() == ["1", "kb", "docs/manual.pdf", "page", "3", score]
+
+
+def test_snippet_is_the_best_matching_passage_with_what_follows() -> None:
+    terms = query_terms("What happens to a run when its last attempt fails?")
+    lines = snippet_lines(RETRIES, terms, width=96, max_lines=3)
+    text = " ".join(lines)
+    assert text.startswith(
+        "… § The dead-letter queue — When the last attempt fails, the run is moved to the "
+        "dead-letter queue"
+    )
+    assert "**" not in text  # markdown emphasis is dropped
+    assert 1 <= len(lines) <= 3 and all(len(line) <= 96 for line in lines)
+
+
+def test_snippet_shows_a_heading_before_a_match_never_after() -> None:
+    content = (
+        "# Nightly copies\n\nThe database is backed up every night at 02:00.\n\n"
+        "## Restoring a copy\n\nRun restore.sh with the date of the copy.\n"
+    )
+    text = " ".join(snippet_lines(content, query_terms("When is the database backed up?"), 96, 3))
+    assert text == "§ Nightly copies — The database is backed up every night at 02:00. …"
+
+
+def test_a_long_passage_is_cut_around_its_first_match() -> None:
+    content = " ".join(f"word{i}" for i in range(200)) + " the backoff doubles " + "x " * 100
+    lines = snippet_lines(content, query_terms("backoff"), width=60, max_lines=3)
+    text = " ".join(lines)
+    assert text.startswith("… ") and "the backoff doubles" in text
+    assert len(lines) <= 3
+
+
+def test_no_matching_word_shows_the_beginning() -> None:
+    text = " ".join(snippet_lines(RETRIES, query_terms("zebra"), 96, 3))
+    assert text.startswith("§ Retries and the dead-letter queue — Networks drop")
+
+
+def test_query_words_are_highlighted_in_any_form() -> None:
+    line = highlighted("A failed run is retried; retries back off. Retry!", query_terms("retry"))
+    marked = [line.plain[span.start : span.end] for span in line.spans]
+    assert marked == ["retried", "retries", "Retry"]
+    assert query_terms("How do I retry a failed job?") == {"retri", "fail", "job"}
+
+
+def test_numbers_run_across_tools_and_show_takes_them() -> None:
+    records = [
+        searched("guides", "retry policy", [result(1, "g/a.md", "Retry policy: 3 tries.")]),
+        searched("ops", "retry policy", []),
+        searched(
+            "api", "retry policy", [result(1, "api/x.md", "POST /retry"), result(2, "b", "z")]
+        ),
+    ]
+    shown = compact_results(records).plain
+    assert shown.splitlines() == [
+        "## guides",
+        "[1] Score: 0.80 | Source: g/a.md",
+        "    Retry policy: 3 tries.",
+        "",
+        "## ops",
+        "(the tool's text)",
+        "",
+        "## api",
+        "[2] Score: 0.80 | Source: api/x.md",
+        "    POST /retry",
+        "[3] Score: 0.70 | Source: b",
+        "    z",
+    ]
+    assert show_result(records, "2").plain == "[2] Score: 0.80 | Source: api/x.md\nPOST /retry"
+    assert show_result(records, "4").plain == "/show takes a result number from 1 to 3."
+    assert show_result(records, "").plain == "/show takes a result number from 1 to 3."
+    assert show_result([], "1").plain == "No results in the last message."
+    assert sources_text(records).splitlines() == [
+        "#  tool    source    location  score",
+        "1  guides  g/a.md    -         0.80",  # no location known: "-"
+        "2  api     api/x.md  -         0.80",
+        "3  api     b         -         0.70",
+        "ops('retry policy'): (the tool's text)",
+    ]
+    assert sources_text([]) == "No searches in the last message."
