@@ -18,8 +18,9 @@ from holodeck.vectorstore.records import ChunkHit
 
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
-#: Share of the keyword side in the hybrid score (the semantic side has the rest).
-KEYWORD_WEIGHT = 0.3
+#: Share of the keyword side in the hybrid score (the semantic side has the rest): the
+#: measured ``cosine + 0.25 x relative BM25``, scaled into [0, 1].
+KEYWORD_WEIGHT = 0.2
 
 
 def fuse(
