@@ -1,5 +1,6 @@
-"""A query answered as passages: candidates from each side the mode asks for, fused, filtered
-by semantic similarity, neighbouring chunks merged. The same for every backend."""
+"""A query answered as passages: candidates from each side the mode asks for (and the holders
+of a rare identifier the query names), fused, filtered by semantic similarity, neighbouring
+chunks merged. The same for every backend."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 
 from holodeck.retrieval.fusion import SearchMode, fuse
 from holodeck.retrieval.passages import MAX_CHUNKS, Passage, merge
-from holodeck.vectorstore.records import ChunkFilters
+from holodeck.vectorstore.keywords import EXACT_MAX, query_identifiers
+from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 from holodeck.vectorstore.store import VectorStore
 
 #: Candidates each side hands to the fusion (more when top_k asks for more).
@@ -31,7 +33,14 @@ def retrieve(
     """
     depth = max(k * MAX_CHUNKS, DEPTH if mode == "hybrid" else 0)
     dense = store.search(tenant_id, vector, depth, filters) if mode != "keyword" else []
-    keyword = store.keyword_search(tenant_id, query, depth, filters) if mode != "semantic" else []
-    ranked = fuse(dense, keyword, np.asarray(vector, dtype=np.float32), mode)
+    keyword: list[ChunkHit] = []
+    exact: list[ChunkHit] = []
+    if mode != "semantic":
+        keyword = store.keyword_search(tenant_id, query, depth, filters)
+        for identifier in query_identifiers(query):
+            holders = store.identifier_holders(tenant_id, identifier, EXACT_MAX + 1, filters)
+            if len(holders) <= EXACT_MAX:  # a rare name, not a common compound
+                exact += holders
+    ranked = fuse(dense, keyword, np.asarray(vector, dtype=np.float32), mode, depth, exact)
     kept = [s for s in ranked if min_similarity is None or s.similarity >= min_similarity]
     return merge(kept, k), len(ranked)

@@ -77,6 +77,13 @@ class IndexAdapter(Protocol):
         vectors. Scores are BM25, higher is better."""
         ...
 
+    def identifier_holders(
+        self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """At most ``limit`` chunks inside ``filters`` holding the compound ``identifier``
+        whole (case-insensitive), records with their vectors."""
+        ...
+
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         """Remove every chunk of one document; returns how many were removed."""
         ...

@@ -42,7 +42,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 from holodeck.errors import ConfigError, IngestError, IngestRunning, ValidationError
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
-from holodeck.vectorstore.keywords import redis_expression
+from holodeck.vectorstore.keywords import idents_text, redis_expression, words_text
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 logger = logging.getLogger(__name__)
@@ -308,6 +308,21 @@ class RedisIndexAdapter:
             if record.tenant_id == tenant_id and _matches(record, filters):
                 hits.append(ChunkHit(record, float(doc.score)))
         return hits[:k]
+
+    def identifier_holders(
+        self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """Chunks of the scope holding ``identifier`` whole: an exact ``idents`` tag lookup."""
+        index = self._existing()
+        scope = _scope(tenant_id, filters)
+        value = identifier.casefold()
+        if index is None or scope is None or limit <= 0 or len(value.encode()) > MAX_TAG_BYTES:
+            return []
+        query = FilterQuery(scope & (Tag("idents") == value), num_results=limit)
+        query.return_fields(*_RECORD_FIELDS, skip_decode=["vector"])
+        with self._guard():
+            rows = index.query(query)
+        return [ChunkHit(_from_hash(row), 0.0) for row in rows]
 
     def _library_ids(self, tenant_id: str) -> set[str]:
         """Libraries of a tenant that hold document states (a search over all of them)."""
@@ -592,6 +607,7 @@ class RedisIndexAdapter:
             "fields": [
                 *({"name": name, "type": "tag", "attrs": tag} for name in _TAG_FIELDS),
                 {"name": "words", "type": "text"},  # BM25 keyword search
+                {"name": "idents", "type": "tag", "attrs": {"separator": TAG_SEPARATOR}},
                 {"name": "scope", "type": "numeric"},  # tenant + library, never scored
                 {"name": "chunk_index", "type": "numeric", "attrs": {"sortable": True}},
                 {
@@ -622,11 +638,18 @@ class RedisIndexAdapter:
             for key, value in zip(attr[::2], attr[1::2], strict=False)
             if _text(key) == "attribute"
         }
-        missing = [f for f in (("words", "TEXT"), ("scope", "NUMERIC")) if f[0] not in names]
+        wanted = {
+            "words": ["TEXT"],
+            "idents": ["TAG", "SEPARATOR", TAG_SEPARATOR],
+            "scope": ["NUMERIC"],
+        }
+        missing = [name for name in wanted if name not in names]
         if not missing:
             return
-        for name, kind in missing:
-            self._client.execute_command("FT.ALTER", self.index_name, "SCHEMA", "ADD", name, kind)
+        for name in missing:
+            self._client.execute_command(
+                "FT.ALTER", self.index_name, "SCHEMA", "ADD", name, *wanted[name]
+            )
         keys = list(self._client.scan_iter(match=f"{self._prefix}:chunk:*", count=1000))
         for start in range(0, len(keys), WRITE_BATCH):
             part = keys[start : start + WRITE_BATCH]
@@ -639,7 +662,15 @@ class RedisIndexAdapter:
                     if tenant is None or library is None or content is None:
                         continue
                     scope = _scope_number(_text(tenant), _text(library))
-                    pipe.hset(key, mapping={"scope": scope, "words": _words(_text(content))})
+                    keywords = _keyword_fields(_text(content))
+                    pipe.hset(
+                        key,
+                        mapping={
+                            "scope": scope,
+                            "words": keywords["words"],
+                            "idents": keywords["idents"],
+                        },
+                    )
                 pipe.execute()
         logger.info(
             "Redis index %s gained the fields of keyword search; its %d chunks are indexed "
@@ -762,10 +793,16 @@ def _scope(tenant_id: str, filters: ChunkFilters) -> FilterExpression | None:
     return expr
 
 
-def _words(content: str) -> str:
-    """The text the Query Engine indexes for keywords: whitespace made plain spaces (it does
-    not split words at newlines or tabs, so ``end\nstart`` would be one word)."""
-    return " ".join(content.split())
+def _keyword_fields(content: str) -> dict[str, str]:
+    """What the Query Engine indexes for keywords: the ``words`` with whitespace made plain
+    spaces (it does not split at newlines or tabs, so ``end\nstart`` would be one word) and
+    the ``idents`` as case-folded tags (exact values: no tokenizer splits them)."""
+    idents = [i.casefold() for i in idents_text(content)]
+    idents = [i for i in idents if len(i.encode("utf-8")) <= MAX_TAG_BYTES]
+    return {
+        "words": " ".join(words_text(content).split()),
+        "idents": TAG_SEPARATOR.join(idents),
+    }
 
 
 def _scope_number(tenant_id: str, library_id: str) -> int:
@@ -825,7 +862,7 @@ def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
         "language": rec.language or "",
         "location": rec.location,
         "scope": _scope_number(rec.tenant_id, rec.library_id),
-        "words": _words(rec.content),
+        **_keyword_fields(rec.content),
     }
 
 

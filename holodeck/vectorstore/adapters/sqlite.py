@@ -25,7 +25,12 @@ from typing import Any
 import numpy as np
 
 from holodeck.errors import IngestError
-from holodeck.vectorstore.keywords import fts5_expression
+from holodeck.vectorstore.keywords import (
+    fts5_expression,
+    fts5_identifier,
+    idents_text,
+    words_text,
+)
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 #: Entries of the ``changes`` log kept after an ingest; a reader further behind reloads.
@@ -92,7 +97,8 @@ class SqliteIndexAdapter:
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite rolls back by itself on some errors (disk full)
+                    db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
 
@@ -122,6 +128,7 @@ class SqliteIndexAdapter:
 
     def recreate(self, info: IndexInfo) -> None:
         with self._writing() as db:
+            db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
             for table in ("documents", "vectors", "chunks", "changes", "meta"):
                 db.execute(f"DELETE FROM {table}")
             db.executemany(
@@ -173,10 +180,7 @@ class SqliteIndexAdapter:
                 lib = self._lib(db, *key, create=True)
                 assert lib is not None
                 libs[key] = lib
-            old = db.execute("SELECT id FROM chunks WHERE chunk_id = ?", (rec.chunk_id,)).fetchone()
-            if old:
-                db.execute("DELETE FROM vectors WHERE id = ?", old)
-                db.execute("DELETE FROM chunks WHERE id = ?", old)
+            self._delete_chunks(db, "chunk_id = ?", (rec.chunk_id,))
             cur = db.execute(
                 "INSERT INTO chunks (chunk_id, lib, book_id, doc_id, chunk_index, content, "
                 "embedding_model, source_path, mtime, content_hash, token_count, tags, language, "
@@ -190,11 +194,28 @@ class SqliteIndexAdapter:
             )  # fmt: skip
             vector = np.asarray(rec.vector, dtype=np.float32).tobytes()
             db.execute("INSERT INTO vectors VALUES (?, ?, ?)", (cur.lastrowid, libs[key], vector))
+            db.execute(
+                "INSERT INTO chunks_fts (rowid, words, idents) VALUES (?, ?, ?)",
+                (cur.lastrowid, *_keyword_columns(rec.content)),
+            )
 
     def _delete_doc(self, db: sqlite3.Connection, lib: int, doc_id: str) -> int:
-        ids = "SELECT id FROM chunks WHERE lib = ? AND doc_id = ?"
-        db.execute(f"DELETE FROM vectors WHERE id IN ({ids})", (lib, doc_id))
-        return db.execute("DELETE FROM chunks WHERE lib = ? AND doc_id = ?", (lib, doc_id)).rowcount
+        return self._delete_chunks(db, "lib = ? AND doc_id = ?", (lib, doc_id))
+
+    def _delete_chunks(self, db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
+        """Delete the chunks matching ``where`` with their vectors and full-text rows (the
+        contentless full-text table forgets a row only when told the words it indexed)."""
+        rows = db.execute(f"SELECT id, content FROM chunks WHERE {where}", args).fetchall()
+        for row_id, content in rows:
+            db.execute(
+                "INSERT INTO chunks_fts (chunks_fts, rowid, words, idents) "
+                "VALUES ('delete', ?, ?, ?)",
+                (row_id, *_keyword_columns(content)),
+            )
+        ids = [(row_id,) for row_id, _ in rows]
+        db.executemany("DELETE FROM vectors WHERE id = ?", ids)
+        db.executemany("DELETE FROM chunks WHERE id = ?", ids)
+        return len(rows)
 
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
@@ -242,15 +263,35 @@ class SqliteIndexAdapter:
             return []
         where, args = _filter_sql(filters)
         sql = (
-            "SELECT c.id, -bm25(chunks_fts) FROM chunks_fts "
+            "SELECT c.id, -bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
             "JOIN chunks c ON c.id = chunks_fts.rowid "
             f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))}){where} "
-            "ORDER BY bm25(chunks_fts), c.id LIMIT ?"
+            "ORDER BY score DESC, c.id LIMIT ?"
         )
         with self._reading() as db:
             ranked = db.execute(sql, (expression, *libs, *args, k)).fetchall()
         records = self._records([row_id for row_id, _ in ranked], with_vectors=True)
         return [ChunkHit(records[i], float(score)) for i, score in ranked if i in records]
+
+    def identifier_holders(
+        self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """Chunks of the tenant's scope holding ``identifier`` whole (at most ``limit``)."""
+        libs = self._scope_libs(tenant_id, filters)
+        if not libs or limit <= 0:
+            return []
+        where, args = _filter_sql(filters)
+        sql = (
+            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))}){where} "
+            "ORDER BY c.id LIMIT ?"
+        )
+        with self._reading() as db:
+            ids = [
+                r[0] for r in db.execute(sql, (fts5_identifier(identifier), *libs, *args, limit))
+            ]
+        records = self._records(ids, with_vectors=True)
+        return [ChunkHit(records[i], 0.0) for i in ids if i in records]
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         with self._writing() as db:
@@ -297,8 +338,7 @@ class SqliteIndexAdapter:
             if lib is None:
                 return 0
             db.execute("DELETE FROM documents WHERE lib = ?", (lib,))
-            db.execute("DELETE FROM vectors WHERE lib = ?", (lib,))
-            return db.execute("DELETE FROM chunks WHERE lib = ?", (lib,)).rowcount
+            return self._delete_chunks(db, "lib = ?", (lib,))
 
     def doc_ids(self, tenant_id: str, library_id: str) -> set[str]:
         with self._reading() as db:
@@ -503,6 +543,11 @@ class SqliteIndexAdapter:
                 ids,
             ).fetchall()
         return {row[0]: _record(row, row[16] if with_vectors else None) for row in rows}
+
+
+def _keyword_columns(content: str) -> tuple[str, str]:
+    """The ``words`` and ``idents`` a chunk's text is indexed by."""
+    return words_text(content), " ".join(idents_text(content))
 
 
 def _filter_sql(f: ChunkFilters) -> tuple[str, list[Any]]:
