@@ -13,6 +13,7 @@ SCRIPTS = [
     "bench_cranfield.py",
     "bench_redis.py",
     "bench_redis_ingest.py",
+    "bench_serve.py",
 ]
 
 if __name__ == "__main__":

@@ -122,7 +122,9 @@ COMMANDS = {
     "chat": "holodeck.cli.chat_cmd:chat",
     "config": "holodeck.cli.config_cmd:config",
     "ingest": "holodeck.cli.ingest_cmd:ingest",
+    "init": "holodeck.cli.init_cmd:init",
     "search": "holodeck.cli.search_cmd:search",
+    "serve": "holodeck.cli.serve_cmd:serve",
     "store": "holodeck.cli.store_cmd:store",
     "test": "holodeck.cli.test_cmd:test",
 }

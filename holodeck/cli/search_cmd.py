@@ -11,6 +11,7 @@ from holodeck.cli.options import agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
 from holodeck.retrieval.fusion import MODES, SearchMode
+from holodeck.tools.formatting import search_json, tool_results_json
 from holodeck.tools.vectorstore_tool import build_tools, clean_query
 from holodeck.vectorstore.records import ChunkFilters
 
@@ -72,14 +73,12 @@ def search(
                 query, top_k=top_k, min_score=min_score, filters=filters, mode=mode
             )
             if as_json:
-                output.append(
-                    {"tool": tool.name, "results": [vars(r) for r in results], "hits": total}
-                )
+                output.append(tool_results_json(tool.name, results, total))
                 continue
             text = tool.render(query, results, total, min_score)
             texts.append(text if len(tools) == 1 else f"## {tool.name}\n\n{text}")
         if as_json:
-            click.echo(json.dumps({"query": query, "tools": output}, indent=2))
+            click.echo(json.dumps(search_json(query, output), indent=2))
         else:
             click.echo("\n\n".join(texts))
     finally:

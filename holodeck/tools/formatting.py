@@ -1,8 +1,10 @@
-"""The contract's "Formatted Output Template" for search results, byte for byte."""
+"""The contract's "Formatted Output Template" for search results, byte for byte, and the
+JSON form of the same results (``holodeck search --json``, MCP structured content)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -39,3 +41,13 @@ def no_results(query: str) -> str:
 def below_threshold(min_score: float) -> str:
     """Results existed but all scored under ``min_similarity_score``."""
     return f"No results above similarity threshold {min_score}"
+
+
+def tool_results_json(tool: str, results: list[SearchResult], hits: int) -> dict[str, Any]:
+    """One tool's results as plain JSON values (``hits``: results before the score filter)."""
+    return {"tool": tool, "results": [asdict(r) for r in results], "hits": hits}
+
+
+def search_json(query: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``holodeck search --json`` prints: the query and each tool's results."""
+    return {"query": query, "tools": tools}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 from holodeck.config.loader import Project, ResolvedTool
@@ -119,6 +120,16 @@ class VectorStoreTool:
             },
         }
 
+    def check_source(self) -> Path:
+        """The source path; FileNotFoundError (the contract's) naming the field when missing."""
+        source = self.resolved.source
+        if not source.exists():
+            raise FileNotFoundError(
+                f"{self.project.display(self.project.agent_path)}: tools[{self.name}].source: "
+                f"{self.resolved.config.source} does not exist (relative to {self.project.root})"
+            )
+        return source
+
     async def initialize(
         self, force_ingest: bool = False, progress: Progress | None = None, wait: bool = True
     ) -> None:
@@ -133,12 +144,7 @@ class VectorStoreTool:
         ``wait=False`` is for readers (search, chat, test): when another process is ingesting
         this library, say so in one line and answer from what it has committed so far.
         """
-        source = self.resolved.source
-        if not source.exists():
-            raise FileNotFoundError(
-                f"{self.project.display(self.project.agent_path)}: tools[{self.name}].source: "
-                f"{self.resolved.config.source} does not exist (relative to {self.project.root})"
-            )
+        source = self.check_source()
         requested = self.resolved.config.chunk_size
         size = self.chunk_size
         asked = "chunk_size" in self.resolved.config.model_fields_set

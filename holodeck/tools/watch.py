@@ -1,0 +1,235 @@
+"""Keep knowledge bases in step with their folders for as long as something runs.
+
+One home for ``holodeck ingest --watch`` and ``holodeck serve``: a first pass ingests what
+changed since the last run, then every debounced batch of file changes re-ingests the tools
+whose ``source`` holds a changed path (incrementally: only the changed files cost anything).
+The watcher starts before the first pass, so nothing saved during it is missed. A tool
+whose source is one file has that file looked at on every tick instead (its folder may be a
+whole project, virtualenv included: too much to watch).
+
+A pass that fails for one tool is reported through ``on_error`` and the loop goes on (the
+next change retries); what the index already committed stays searchable. Hidden files and
+folders (``.git``, ``.holodeck`` with the local index) and editor droppings never start a pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+from watchfiles import Change, DefaultFilter, watch
+
+from holodeck.ingest.pipeline import Progress
+from holodeck.tools.initialize import ProgressFactory, initialize_tools
+from holodeck.tools.vectorstore_tool import VectorStoreTool
+
+log = logging.getLogger("holodeck.watch")
+
+#: Changes are grouped until the folder is quiet for STEP_MS, and for at most DEBOUNCE_MS,
+#: so saving a file, or copying a folder of them, is one pass rather than one per event.
+STEP_MS = 300
+DEBOUNCE_MS = 2_000
+#: How often the watcher wakes with no change (to notice ``stop``, and to start pass one).
+WAKE_MS = 200
+
+#: Called when a tool's pass fails: (tool, error, is_first_pass). Raising stops the loop.
+ErrorHandler = Callable[[VectorStoreTool, Exception, bool], None]
+
+_JUNK = DefaultFilter()  # swap files, ~ backups, __pycache__, .git ...
+
+
+class WatchStopped(Exception):
+    """Raised inside a pass when ``stop`` is set: the pass ends after the file being stored
+    (what is committed stays; the next run finishes the rest, as after a Ctrl-C)."""
+
+
+class _OncePerMessage(logging.Filter):
+    """Lets each distinct warning through once: a skipped file is not re-announced by
+    every pass, only the first time (or when its reason changes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        self.seen.add(message)
+        return True
+
+
+def watch_tools(
+    tools: list[VectorStoreTool],
+    stop: threading.Event,
+    *,
+    force: bool = False,
+    progress: ProgressFactory | None = None,
+    on_done: Callable[[VectorStoreTool], None] | None = None,
+    on_error: ErrorHandler | None = None,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Ingest every tool, then re-ingest changed ones until ``stop`` is set (blocking).
+
+    ``force`` applies to the first pass only. ``on_ready`` runs after the first pass, once
+    the folders are being watched. Ctrl-C in the main thread raises KeyboardInterrupt.
+    """
+    for tool in tools:
+        tool.check_source()  # a missing folder cannot be watched: the contract's error, now
+    roots, recursive = watch_roots(tools)
+    files = _FileSources(tools)
+    stoppable = _stoppable(progress, stop)
+    once = _OncePerMessage()
+    ingest_log = logging.getLogger("holodeck.ingest")
+    ingest_log.addFilter(once)
+    try:
+        first = True
+        for changes in watch(
+            *roots,
+            watch_filter=None,  # decided per tool in tools_for
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=stop,
+            rust_timeout=WAKE_MS,
+            yield_on_timeout=True,  # a tick every WAKE_MS: pass one, and the file sources
+            debug=False,  # the watcher's debug output goes to stdout: the MCP protocol's
+            recursive=recursive,
+        ):
+            if first:  # the watcher is running: changes from now on are seen
+                first = False
+                run_pass(tools, force, stoppable, on_done, on_error, first_pass=True)
+                if on_ready is not None and not stop.is_set():
+                    on_ready()
+                continue
+            changed = tools_for(tools, changes)
+            changed += [t for t in files.changed(already=changed) if t not in changed]
+            if changed and not stop.is_set():
+                log.debug("Changed: %s", ", ".join(sorted({p for _, p in changes})))
+                run_pass(changed, False, stoppable, on_done, on_error, first_pass=False)
+    except WatchStopped:
+        pass
+    finally:
+        ingest_log.removeFilter(once)
+
+
+def run_pass(
+    tools: list[VectorStoreTool],
+    force: bool,
+    progress: ProgressFactory | None,
+    on_done: Callable[[VectorStoreTool], None] | None,
+    on_error: ErrorHandler | None,
+    first_pass: bool,
+) -> None:
+    """Ingest each tool in turn; one tool's failure never stops the others."""
+    for tool in tools:
+        try:
+            initialize_tools([tool], force, progress, on_done)
+        except WatchStopped:
+            raise
+        except Exception as exc:
+            if on_error is None:
+                raise
+            on_error(tool, exc, first_pass)
+
+
+def _stoppable(progress: ProgressFactory | None, stop: threading.Event) -> ProgressFactory:
+    """The caller's progress display, plus a check of ``stop`` after every stored file."""
+
+    @contextmanager
+    def factory(name: str) -> Iterator[Progress]:
+        with progress(name) if progress else nullcontext(Progress()) as shown:
+
+            def advance(rel_path: str) -> None:
+                shown.advance(rel_path)
+                if stop.is_set():
+                    raise WatchStopped
+
+            yield Progress(start=shown.start, advance=advance, embedded=shown.embedded)
+
+    return factory
+
+
+def watch_roots(tools: Iterable[VectorStoreTool]) -> tuple[list[Path], bool]:
+    """The folders to watch and whether recursively: every folder source (nested ones once).
+
+    A file source is not watched through its folder, which may be a whole project with a
+    virtualenv in it; ``_FileSources`` looks at it on every tick instead. With file sources
+    only, their folders are watched, not recursively, to tick and to catch replacements.
+    """
+    sources = {_real(t.resolved.source) for t in tools}
+    folders = sorted(s for s in sources if s.is_dir())
+    if not folders:
+        return sorted({s.parent for s in sources}), False
+    roots: list[Path] = []
+    for folder in folders:
+        if not any(folder.is_relative_to(r) for r in roots):
+            roots.append(folder)
+    return roots, True
+
+
+class _FileSources:
+    """The tools whose source is one file, and that file's (mtime, size) when last looked at:
+    a change that has held still for one tick starts a pass (an editor is done writing)."""
+
+    def __init__(self, tools: Iterable[VectorStoreTool]) -> None:
+        self.tools = [t for t in tools if not t.resolved.source.is_dir()]
+        self.seen = {t.name: _signature(t.resolved.source) for t in self.tools}
+        self.done = dict(self.seen)
+
+    def changed(self, already: list[VectorStoreTool]) -> list[VectorStoreTool]:
+        """The file tools due for a pass; ``already`` are being passed for their events."""
+        due = []
+        for tool in self.tools:
+            now = _signature(tool.resolved.source)
+            if tool in already:
+                self.seen[tool.name] = self.done[tool.name] = now
+            elif now != self.seen[tool.name]:
+                self.seen[tool.name] = now  # still being written: wait one tick
+            elif now != self.done[tool.name]:
+                self.done[tool.name] = now
+                due.append(tool)
+        return due
+
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def tools_for(
+    tools: Iterable[VectorStoreTool], changes: set[tuple[Change, str]]
+) -> list[VectorStoreTool]:
+    """The tools a batch of changes concerns: a path inside the tool's source that is neither
+    hidden (relative to the source) nor an editor's temporary file."""
+    wanted: list[VectorStoreTool] = []
+    for tool in tools:
+        source = _real(tool.resolved.source)
+        for change, raw in changes:
+            path = Path(raw)
+            if not _JUNK(change, raw):
+                continue
+            if path == source or _visible_inside(path, source):
+                wanted.append(tool)
+                break
+    return wanted
+
+
+def _visible_inside(path: Path, folder: Path) -> bool:
+    """``path`` is under ``folder`` and no part of it below ``folder`` is hidden."""
+    try:
+        parts = path.relative_to(folder).parts
+    except ValueError:
+        return False
+    return bool(parts) and not any(p.startswith(".") for p in parts)
+
+
+def _real(path: Path) -> Path:
+    """The path with symlinks resolved, as the watcher reports it."""
+    return Path(os.path.realpath(path))

@@ -1,0 +1,135 @@
+"""``holodeck ingest --watch``: the first ingest, then one pass per batch of saved changes.
+
+The real command in a subprocess, real files, the real model; another ``holodeck search``
+process sees what each pass stored.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_holodeck, write
+
+AGENT = """
+name: watch-test
+tools:
+  - type: vectorstore
+    name: kb
+    source: docs
+"""
+
+
+class Watcher:
+    """``holodeck ingest --watch`` running in ``project``; stderr collected in a file."""
+
+    def __init__(self, project: Path, *args: str) -> None:
+        self.err = project / "watch.err"
+        self.out = project / "watch.out"
+        env = {"HOME": str(project / "home"), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "holodeck", *args, "ingest", "--watch"],
+            cwd=project,
+            env=env,
+            stdout=self.out.open("w"),
+            stderr=self.err.open("w"),
+        )
+
+    def stderr(self) -> str:
+        return self.err.read_text()
+
+    def wait_for(self, text: str, count: int = 1, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while self.stderr().count(text) < count:
+            assert self.proc.poll() is None, f"exited {self.proc.returncode}:\n{self.stderr()}"
+            assert time.monotonic() < deadline, f"no {text!r} within {timeout} s:\n{self.stderr()}"
+            time.sleep(0.2)
+
+    def stop(self, sig: int) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    write(root / "agent.yaml", AGENT)
+    write(root / "docs" / "pumps.md", "The bilge pump starts when water reaches ten centimetres.\n")
+    write(root / "docs" / "ignored.png", "not a document")
+    return root
+
+
+def search_sources(project: Path, query: str) -> list[str]:
+    result = run_holodeck("search", query, "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    return [r["source_path"] for r in json.loads(result.stdout)["tools"][0]["results"]]
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_watch_ingests_each_change_until_stopped(project: Path, stop_signal: int) -> None:
+    watcher = Watcher(project)
+    try:
+        watcher.wait_for("Watching docs for changes")
+        assert "kb: 1 new" in watcher.stderr()
+
+        write(
+            project / "docs" / "sails.md", "The mainsail is reefed when the wind passes 25 knots.\n"
+        )
+        watcher.wait_for("kb: 1 new, 0 changed")  # a pass: time-stamped summary line
+        assert search_sources(project, "When is the mainsail reefed?")[0] == "docs/sails.md"
+
+        write(project / "docs" / "sails.md", "The jib is furled when the wind passes 30 knots.\n")
+        watcher.wait_for("0 new, 1 changed")
+        (project / "docs" / "pumps.md").unlink()
+        watcher.wait_for("1 removed")
+        assert search_sources(project, "bilge pump water level") == ["docs/sails.md"]
+
+        # Hidden files (the index itself lives in .holodeck/) never start a pass.
+        passes = watcher.stderr().count("kb: ")
+        write(project / "docs" / ".draft.md", "a hidden draft\n")
+        time.sleep(3)
+        assert watcher.stderr().count("kb: ") == passes
+
+        assert watcher.stop(stop_signal) == 0
+    finally:
+        watcher.kill()
+    logs = watcher.stderr()
+    assert logs.endswith("Stopped watching.\n") and "Traceback" not in logs
+    assert logs.count("Skipped ignored.png") == 1  # warned once, not on every pass
+
+
+def test_a_failing_first_pass_stops_with_its_error(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", AGENT)
+    result = run_holodeck("ingest", "--watch", cwd=tmp_path)
+    assert result.returncode == 2 and "docs does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_failing_later_pass_is_reported_and_watching_goes_on(project: Path) -> None:
+    watcher = Watcher(project)
+    try:
+        watcher.wait_for("Watching docs for changes")
+        (project / "docs" / "pumps.md").unlink()  # nothing left to ingest: the contract's error
+        watcher.wait_for("Error: kb: ")
+        assert "no supported files to ingest" in watcher.stderr()
+        write(project / "docs" / "anchor.md", "Drop the anchor in sand, never on coral.\n")
+        watcher.wait_for("1 removed")  # the next change retries: the pump goes, the anchor in
+        assert search_sources(project, "Where should the anchor be dropped?") == ["docs/anchor.md"]
+        assert watcher.stop(signal.SIGTERM) == 0
+    finally:
+        watcher.kill()
+
+
+def test_watch_refuses_json(project: Path) -> None:
+    result = run_holodeck("ingest", "--watch", "--json", cwd=project)
+    assert result.returncode == 2 and "--json" in result.stderr
