@@ -6,7 +6,7 @@ Each document becomes a .txt file of a project, ingested by `VectorStoreTool.ini
 lists the hybrid mode fuses. Over documents: several passages of one document count once, at
 their best rank. The ingested project is kept under benchmarks/results/ and re-used.
 
-    python benchmarks/bench_retrieval.py --set cranfield [--set vaswani_npl] [--redis]
+    python benchmarks/bench_retrieval.py [--set cranfield] [--set vaswani_npl] [--backend redis]
 """
 
 from __future__ import annotations
@@ -144,14 +144,67 @@ def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
     return tool
 
 
+def latency(sizes: list[int]) -> None:
+    """Search latency per mode at each size, query embedding included, on local indexes of
+    real texts (both sets' documents, repeated) with synthetic vectors, k = 5."""
+    import random
+    import tempfile
+
+    from bench_local_index import PER_DOC, records, state, unit_vectors
+
+    from holodeck.embeddings.factory import make_embedder
+    from holodeck.retrieval.hybrid import retrieve
+    from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+    from holodeck.vectorstore.store import VectorStore
+
+    texts, questions = [], []
+    for name in ("cranfield", "vaswani_npl"):
+        corpus, queries, _ = load(EVAL / name)
+        texts += [t for t in corpus.values() if t]
+        questions += list(queries.values())
+    embedder = make_embedder("all-MiniLM-L6-v2", HERE, None)
+    embedder.embed(["warm up"])
+    sample = random.Random(1).sample(questions, 200)
+    for size in sizes:
+        store = VectorStore(LocalIndexAdapter(Path(tempfile.mkdtemp(prefix="holodeck-lat-"))))
+        vectors = unit_vectors(size)
+        for d in range(size // PER_DOC):
+            ids = range(d * PER_DOC, (d + 1) * PER_DOC)
+            chunk_texts = [f"{texts[i % len(texts)]} ({i // len(texts)})" for i in ids]
+            recs = records(d, vectors[d * PER_DOC : (d + 1) * PER_DOC], chunk_texts)
+            store.write_document("bench", "kb", recs[0].doc_id, recs, state(recs))
+        scope = ChunkFilters(library_ids=["kb"])
+        row: dict[str, object] = {"chunks": size}
+        for mode in ("semantic", "keyword", "hybrid"):
+            retrieve(store, "bench", sample[0], embedder.embed([sample[0]])[0], 5, scope, mode)
+            times = []
+            for question in sample:
+                started = time.perf_counter()
+                vector = embedder.embed([question])[0]
+                retrieve(store, "bench", question, vector, 5, scope, mode)
+                times.append((time.perf_counter() - started) * 1000)
+            row[mode] = {
+                "p50 ms": round(percentile(times, 50), 1),
+                "p95 ms": round(percentile(times, 95), 1),
+            }
+        print(json.dumps(row), flush=True)
+        store.adapter.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", dest="sets", action="append", choices=["cranfield", "vaswani_npl"])
-    parser.add_argument("--redis", action="store_true", help="also the Redis backend")
+    parser.add_argument(
+        "--backend", choices=["local", "redis"], default="local", help="redis: starts its own"
+    )
+    parser.add_argument("--latency", type=int, nargs="*", help="sizes for search latency")
     args = parser.parse_args()
+    if args.latency is not None:
+        latency(args.latency or [10_000, 100_000])
+        return
     sets = args.sets or ["cranfield", "vaswani_npl"]
     server = None
-    if args.redis:
+    if args.backend == "redis":
         sys.path.insert(0, str(HERE.parent / "tests"))
         from redis_server import RedisServer
 
@@ -160,7 +213,7 @@ def main() -> None:
     try:
         for name in sets:
             _, queries, qrels = load(EVAL / name)
-            for url in [None] + ([server.url] if server else []):
+            for url in [server.url if server else None]:
                 tool = project_for(name, url)
                 report = {"set": name, "backend": tool.backend, "queries": len(qrels)}
                 report["rows"] = evaluate(tool, queries, qrels)
