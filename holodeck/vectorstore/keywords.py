@@ -13,6 +13,9 @@ a sentence are found far more often.
 from __future__ import annotations
 
 import re
+import unicodedata
+
+import snowballstemmer
 
 #: Most terms sent to the full-text index: a pasted 100 KB query stays a cheap query (the
 #: dense side still embeds the query as the model reads it).
@@ -45,6 +48,9 @@ _COMPOUND = re.compile(
 _JOINERS = re.compile(r"[-_.]")
 _PART = re.compile(r"[^\W_]+")
 _CODE_LIKE = re.compile(r"[_.]|^-|[A-Z]|\d")
+#: The Porter stemmer FTS5's ``porter`` tokenizer applies, for a backend that stems
+#: differently (the Query Engine indexes each word and its stem and scores both).
+_PORTER = snowballstemmer.stemmer("porter")
 
 
 def words_text(text: str) -> str:
@@ -100,13 +106,28 @@ def fts5_identifier(identifier: str) -> str:
     return "{idents} : " + _fts5_string(identifier)
 
 
+def stems_text(text: str) -> str:
+    """The text's words as Porter stems, lower-case, accents off: what a backend without
+    FTS5's tokenizer indexes (unstemmed: ``NOSTEM``) to rank like FTS5."""
+    return " ".join(_stems(_PART.findall(words_text(text))))
+
+
 def redis_expression(query: str, field: str) -> str | None:
-    """A Query Engine clause on ``field`` (``words``) ORing the query's word parts, escaped
-    (None when nothing is left). Compounds are looked up apart (``idents`` tags)."""
+    """A Query Engine clause on ``field`` (``stems``) ORing the stems of the query's word
+    parts, escaped (None when nothing is left). Compounds are looked up apart (``idents``)."""
     parts = [t for t in query_terms(query) if _PART.fullmatch(t)]
-    if not parts:
+    stems = list(dict.fromkeys(_stems(parts)))
+    if not stems:
         return None
-    return f"@{field}:(" + " | ".join(_redis_escape(p) for p in parts) + ")"
+    return f"@{field}:(" + " | ".join(_redis_escape(p) for p in stems) + ")"
+
+
+def _stems(words: list[str]) -> list[str]:
+    plain = [
+        "".join(c for c in unicodedata.normalize("NFKD", w.lower()) if not unicodedata.combining(c))
+        for w in words
+    ]
+    return [s for s in _PORTER.stemWords(plain) if s]
 
 
 def _fts5_string(term: str) -> str:

@@ -10,6 +10,7 @@ from holodeck.vectorstore.keywords import (
     query_identifiers,
     query_terms,
     redis_expression,
+    stems_text,
     words_text,
 )
 
@@ -53,9 +54,10 @@ def test_long_queries_are_capped() -> None:
     assert idents_text("a-" * 200_000) and query_identifiers("a-" * 50_000 + "B") == []
 
 
-def test_redis_asks_word_parts_escaped() -> None:
-    assert redis_expression("PURPLE-OTTER os.path.join max_retries", "words") == (
-        "@words:(PURPLE | OTTER | os | path | join | max | retries)"
+def test_redis_asks_the_stems_of_word_parts_escaped() -> None:
+    assert redis_expression("PURPLE-OTTER os.path.join max_retries", "stems") == (
+        "@stems:(purpl | otter | o | path | join | max | retri)"
     )
-    assert redis_expression("@tenant_id:{*} | secret", "words") == ("@words:(tenant | id | secret)")
-    assert redis_expression("naïve café", "words") == "@words:(naïve | café)"
+    assert redis_expression("@tenant_id:{*} | secret", "stems") == "@stems:(tenant | id | secret)"
+    assert redis_expression("naïve cafés", "stems") == "@stems:(naiv | cafe)"
+    assert stems_text("Retries failed; the naïve\nretry") == "retri fail the naiv retri"

@@ -42,7 +42,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 from holodeck.errors import ConfigError, IngestError, IngestRunning, ValidationError
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
-from holodeck.vectorstore.keywords import idents_text, redis_expression, words_text
+from holodeck.vectorstore.keywords import idents_text, redis_expression, stems_text
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 logger = logging.getLogger(__name__)
@@ -279,7 +279,7 @@ class RedisIndexAdapter:
         tenant, library and other filters are then checked exactly.
         """
         index = self._existing()
-        text = redis_expression(query, "words")
+        text = redis_expression(query, "stems")
         if index is None or text is None or k <= 0 or _scope(tenant_id, filters) is None:
             return []
         libraries = filters.library_ids
@@ -606,7 +606,9 @@ class RedisIndexAdapter:
             },
             "fields": [
                 *({"name": name, "type": "tag", "attrs": tag} for name in _TAG_FIELDS),
-                {"name": "words", "type": "text"},  # BM25 keyword search
+                # BM25 keyword search over Porter stems made here (as FTS5 does locally): the
+                # Query Engine's own stemming scores a word and its stem twice
+                {"name": "stems", "type": "text", "attrs": {"no_stem": True}},
                 {"name": "idents", "type": "tag", "attrs": {"separator": TAG_SEPARATOR}},
                 {"name": "scope", "type": "numeric"},  # tenant + library, never scored
                 {"name": "chunk_index", "type": "numeric", "attrs": {"sortable": True}},
@@ -639,7 +641,7 @@ class RedisIndexAdapter:
             if _text(key) == "attribute"
         }
         wanted = {
-            "words": ["TEXT"],
+            "stems": ["TEXT", "NOSTEM"],
             "idents": ["TAG", "SEPARATOR", TAG_SEPARATOR],
             "scope": ["NUMERIC"],
         }
@@ -667,7 +669,7 @@ class RedisIndexAdapter:
                         key,
                         mapping={
                             "scope": scope,
-                            "words": keywords["words"],
+                            "stems": keywords["stems"],
                             "idents": keywords["idents"],
                         },
                     )
@@ -794,15 +796,12 @@ def _scope(tenant_id: str, filters: ChunkFilters) -> FilterExpression | None:
 
 
 def _keyword_fields(content: str) -> dict[str, str]:
-    """What the Query Engine indexes for keywords: the ``words`` with whitespace made plain
-    spaces (it does not split at newlines or tabs, so ``end\nstart`` would be one word) and
-    the ``idents`` as case-folded tags (exact values: no tokenizer splits them)."""
+    """What the Query Engine indexes for keywords: the words as Porter ``stems`` separated by
+    single spaces (it does not split at newlines or tabs) and the ``idents`` as case-folded
+    tags (exact values: no tokenizer splits them)."""
     idents = [i.casefold() for i in idents_text(content)]
     idents = [i for i in idents if len(i.encode("utf-8")) <= MAX_TAG_BYTES]
-    return {
-        "words": " ".join(words_text(content).split()),
-        "idents": TAG_SEPARATOR.join(idents),
-    }
+    return {"stems": stems_text(content), "idents": TAG_SEPARATOR.join(idents)}
 
 
 def _scope_number(tenant_id: str, library_id: str) -> int:
