@@ -1,4 +1,8 @@
-"""Logging set-up: one line per record on stderr, passwords redacted from every line."""
+"""Logging set-up: one line per record on stderr, secrets redacted from every line.
+
+The redaction runs on the formatted record, so it covers the message, its arguments and
+the traceback ``-v`` adds (an HTTP error there may quote a key or a connection string).
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,14 @@ import logging
 import sys
 from typing import TextIO
 
-from holodeck.redact import redact_url
+from holodeck.redact import redact
 
 
-class RedactingFilter(logging.Filter):
-    """Replaces the password of any URL in a record's final message by ``***``."""
+class RedactingFormatter(logging.Formatter):
+    """Formats a record as usual, then hides every secret in the whole text."""
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact_url(record.getMessage())
-        record.args = None
-        return True
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 class CurrentStderrHandler(logging.StreamHandler[TextIO]):
@@ -37,8 +39,7 @@ def setup_logging(level: int) -> None:
         if level <= logging.DEBUG
         else "%(levelname)s: %(message)s"
     )
-    handler.setFormatter(logging.Formatter(fmt))
-    handler.addFilter(RedactingFilter())
+    handler.setFormatter(RedactingFormatter(fmt))
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False

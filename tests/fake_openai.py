@@ -27,8 +27,10 @@ Endpoints (any prefix, so Azure's ``/openai/deployments/<d>/...`` paths work too
 
 Replies (module functions): ``text(content)``, ``tool_calls((name, args[, id]), ...)``,
 ``error(status, message, headers=...)`` (OpenAI's error body), ``vectors(dimensions)``
-(embeddings of another length for one request). ``delay=`` on ``text`` / ``tool_calls``
-sleeps that long between streamed chunks (to interrupt a streaming answer).
+(embeddings of another length for one request), ``raw(body, content_type)`` (any body as
+is, streamed or not: an HTML page, JSON that is not a completion, a truncated body).
+``delay=`` on ``text`` / ``tool_calls`` sleeps that long between streamed chunks (to
+interrupt a streaming answer).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ import pytest
 class Reply:
     """One scripted answer."""
 
-    kind: str  # "text" | "tool_calls" | "error" | "vectors"
+    kind: str  # "text" | "tool_calls" | "error" | "vectors" | "raw"
     content: str = ""
     calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, arguments)
     status: int = 200
@@ -93,6 +95,11 @@ def vectors(dimensions: int, zero: bool = False) -> Reply:
     """Embeddings of ``dimensions`` length for one request (a length mismatch); ``zero``:
     all-zero vectors (a broken server)."""
     return Reply("vectors", dimensions=dimensions, content="zero" if zero else "")
+
+
+def raw(body: str, content_type: str = "text/html", status: int = 200) -> Reply:
+    """``body`` sent as is with ``content_type``, whether or not the request streams."""
+    return Reply("raw", content=body, status=status, headers={"Content-Type": content_type})
 
 
 @dataclass
@@ -248,6 +255,16 @@ class FakeOpenAI:
             reply = error(400, "fake_openai: no scripted chat reply")
         if reply.kind == "error":
             self._send_error(h, record, reply)
+            return
+        if reply.kind == "raw":
+            payload = reply.content.encode()
+            record.status = reply.status
+            h.send_response(reply.status)
+            for k, v in reply.headers.items():
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(len(payload)))
+            h.end_headers()
+            h.wfile.write(payload)
             return
         model = body.get("model", "fake-model")
         if body.get("stream"):

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from holodeck.redact import redact, redact_url
+from holodeck.redact import (
+    redact,
+    redact_url,
+    remember_connection_string,
+    remember_secret,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,3 +48,44 @@ def test_secret_never_survives() -> None:
     for url in ("redis://:x@y@h", "redis://u::@h", "redis://u:a:b@h:1"):
         assert redact(url).count("***") == 1
         assert "@h" in redact(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        # redis-py quotes the part before '#' when it cannot parse the port
+        ("redis://:Hunter2-pa55#frag@h:6379", "cannot cast to integer 'Hunter2-pa55'"),
+        ("redis://:pw#frag@h:6379", "Port could not be cast to integer value as 'pw'"),
+        ("redis://:Hunter2/pa55@h:6379/0", "Port could not be cast to integer value as 'Hunter2'"),
+        (":Hunter2-pa55@h:6379", "redis:// please (got ':Hunter2-pa55@h:6379')"),  # no scheme
+        ("redis:/:Hunter2-pa55@h:6379", "got 'redis:/:Hunter2-pa55@h:6379'"),  # one slash
+        ("redis://:Hunter2 pa55@h:6379", "url 'redis://:Hunter2 pa55@h:6379' and 'pa55' alone"),
+        ("redis://h/0?password=Hunter2-pa55&db=x", "password Hunter2-pa55 was given"),
+        ("redis://:p%40ssw0rd@h", "decoded: p@ssw0rd"),
+    ],
+)  # fmt: skip
+def test_remembered_secrets_are_hidden_whatever_the_shape(url: str, message: str) -> None:
+    remember_connection_string(url)
+    shown = redact(message)
+    assert "***" in shown
+    for secret in ("Hunter2", "pa55", "'pw'", "p@ssw0rd", "p%40ssw0rd"):
+        assert secret not in shown, shown
+
+
+def test_short_remembered_pieces_only_hide_whole_words() -> None:
+    remember_connection_string("redis://:pw#frag@h:6379")
+    assert redact("as 'pw' in pwd") == "as '***' in pwd"
+
+
+def test_keys_are_hidden() -> None:
+    remember_secret("k3y-Not-Shaped-Like-OpenAI")
+    body = (
+        "Error code: 401 - {'error': {'message': 'Incorrect API key provided: "
+        "k3y-Not-Shaped-Like-OpenAI'}} sk-proj-abcdef123456 Authorization: Bearer abc.def-ghi"
+    )
+    shown = redact(body)
+    assert "k3y-Not" not in shown and "abcdef123456" not in shown and "abc.def" not in shown
+    assert redact("api_key=0123456789abcdef") == "api_key=***"
+    assert redact("model.api_key: a literal API key is not allowed") == (
+        "model.api_key: a literal API key is not allowed"
+    )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from holodeck.agent.providers import (
     Connection,
@@ -32,6 +33,7 @@ from holodeck.tools.formatting import SearchResult
 from holodeck.tools.vectorstore_tool import VectorStoreTool, clean_query
 
 DEFAULT_MAX_TOOL_ROUNDS = 5
+_ENDPOINT_HINT = "check model.endpoint: an OpenAI-compatible API's URL usually ends in /v1"
 
 TextCallback = Callable[[str], None]
 ToolCallback = Callable[["ToolCallRecord"], None]
@@ -59,6 +61,7 @@ class TurnResult:
     tool_calls: list[ToolCallRecord]
     rounds: int  # requests made to the model (0 in retrieval-only mode)
     seconds: float
+    notice: str | None = None  # for the user: the model hit the tool-round limit
 
 
 class Agent:
@@ -142,18 +145,22 @@ class Agent:
         mark = len(self.messages)
         self.messages.append({"role": "user", "content": message})
         try:
-            answer, calls, rounds = await self._converse(on_text, on_tool)
+            answer, calls, rounds, notice = await self._converse(on_text, on_tool)
         except BaseException:
             del self.messages[mark:]
             raise
-        return TurnResult(answer, calls, rounds, time.perf_counter() - started)
+        return TurnResult(answer, calls, rounds, time.perf_counter() - started, notice)
 
     # -- LLM mode ----------------------------------------------------------------------
 
     async def _converse(
         self, on_text: TextCallback | None, on_tool: ToolCallback | None
-    ) -> tuple[str, list[ToolCallRecord], int]:
-        """Request, run tool calls, repeat; the last allowed request may not call tools."""
+    ) -> tuple[str, list[ToolCallRecord], int, str | None]:
+        """Request, run tool calls, repeat; the last allowed request may not call tools.
+
+        Returns the answer, the calls, the requests made and, when the round limit forced
+        that last request, a notice saying so.
+        """
         calls: list[ToolCallRecord] = []
         rounds = 0
         while True:
@@ -172,10 +179,15 @@ class Agent:
                 ]
             self.messages.append(assistant)
             if not requested or not allow_tools:
-                if requested:  # the server ignored tool_choice="none"
-                    note = f"(stopped after {self.max_tool_rounds} rounds of tool calls)"
-                    text = f"{text}\n\n{note}" if text else note
-                return text, calls, rounds
+                notice = None
+                if not allow_tools:
+                    notice = (
+                        f"the model reached the limit of {self.max_tool_rounds} rounds of tool "
+                        "calls and answered from the searches made so far"
+                    )
+                    if requested:  # the server ignored tool_choice="none"
+                        notice += f" (it asked for {len(requested)} more, not run)"
+                return text, calls, rounds, notice
             records = await asyncio.gather(
                 *(self._call(call_id, name, args, on_tool) for call_id, name, args in requested)
             )
@@ -210,33 +222,72 @@ class Agent:
         try:
             if on_text is None:
                 response = await self.client.chat.completions.create(**request)
-                if not response.choices:
-                    raise LLMError(f"{self._label()} returned no choices")
-                message = response.choices[0].message
-                requested = [
-                    (c.id, c.function.name, c.function.arguments or "")
-                    for c in message.tool_calls or []
-                    if c.type == "function"
-                ]
-                return message.content or "", requested
-            return await self._stream(request, on_text)
+                text, requested, finish = self._read_completion(response)
+            else:
+                text, requested, finish = await self._stream(request, on_text)
         except openai.OpenAIError as exc:
             assert self.model is not None and self.connection is not None
             raise LLMError(describe_error(exc, self.connection, self.model.name)) from exc
+        except ValueError as exc:  # a body that is not JSON (truncated, HTML) or not the shape
+            raise LLMError(
+                f"{self._label()} answered with invalid JSON, not a chat completion "
+                f"({_excerpt(str(exc))}); {_ENDPOINT_HINT}"
+            ) from exc
+        if not text and not requested:
+            raise LLMError(
+                f"{self._label()} returned an empty answer (finish_reason: {finish or 'none'}); "
+                "try again, or check the model and its limits"
+            )
+        return text, requested
+
+    def _read_completion(self, response: Any) -> tuple[str, list[tuple[str, str, str]], str]:
+        """Text, tool calls and finish reason of a whole answer; anything else is an LLMError.
+
+        The openai client hands back the body as text when it is not JSON (an HTML login or
+        error page answered with 200) and builds a completion without checking its fields.
+        """
+        choices = getattr(response, "choices", None)
+        first = choices[0] if choices else None
+        message = getattr(first, "message", None)
+        if not isinstance(response, ChatCompletion) or message is None:
+            got = (
+                "JSON without choices"
+                if isinstance(response, ChatCompletion)
+                else _excerpt(response)
+            )
+            raise LLMError(
+                f"{self._label()} answered with something that is not a chat completion "
+                f"({got}); {_ENDPOINT_HINT}"
+            )
+        requested = [
+            (c.id, c.function.name, c.function.arguments or "")
+            for c in message.tool_calls or []
+            if c.type == "function"
+        ]
+        return message.content or "", requested, getattr(first, "finish_reason", None) or ""
 
     async def _stream(
         self, request: dict[str, Any], on_text: TextCallback
-    ) -> tuple[str, list[tuple[str, str, str]]]:
-        """A streamed request: text goes to ``on_text`` as it comes; tool calls are assembled."""
+    ) -> tuple[str, list[tuple[str, str, str]], str]:
+        """A streamed request: text goes to ``on_text`` as it comes; tool calls are assembled.
+
+        Returns the text, the tool calls and the finish reason. A stream without a single
+        completion chunk (an HTML page, a JSON body that is not a stream) is an LLMError.
+        """
         assert self.client is not None
         stream = await self.client.chat.completions.create(**request, stream=True)
         parts: list[str] = []
         calls: dict[int, list[str]] = {}
+        chunks = 0
+        finish = ""
         try:
             async for chunk in stream:
-                if not chunk.choices:
+                choices = getattr(chunk, "choices", None)
+                if not choices or getattr(choices[0], "delta", None) is None:
                     continue
-                delta = chunk.choices[0].delta
+                chunks += 1
+                finish = choices[0].finish_reason or finish
+                delta = choices[0].delta
                 if delta.content:
                     parts.append(delta.content)
                     on_text(delta.content)
@@ -250,10 +301,15 @@ class Agent:
                         slot[2] += piece.function.arguments
         finally:
             await stream.close()
+        if chunks == 0:
+            raise LLMError(
+                f"{self._label()} answered without a single chat completion chunk (not an "
+                f"OpenAI-compatible stream); {_ENDPOINT_HINT}"
+            )
         requested = [
             (slot[0] or f"call_{i}", slot[1], slot[2]) for i, slot in sorted(calls.items())
         ]
-        return "".join(parts), requested
+        return "".join(parts), requested, finish
 
     def _label(self) -> str:
         return self.connection.label if self.connection else "the LLM"
@@ -312,6 +368,12 @@ class Agent:
         return list(
             await asyncio.gather(*(self._call("", tool.name, raw, on_tool) for tool in self.tools))
         )
+
+
+def _excerpt(body: object) -> str:
+    """The start of what a server answered, on one line, to say what it was."""
+    text = " ".join(str(body).split())
+    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
 def _joined_outputs(calls: list[ToolCallRecord]) -> str:

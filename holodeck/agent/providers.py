@@ -16,6 +16,7 @@ import openai
 
 from holodeck.config.models import ModelConfig
 from holodeck.errors import ConfigError
+from holodeck.redact import remember_secret
 
 #: Ollama's OpenAI-compatible API on its default port.
 DEFAULT_OLLAMA_ENDPOINT = "http://localhost:11434/v1"
@@ -54,6 +55,7 @@ def connection_for(model: ModelConfig, env: Mapping[str, str]) -> Connection:
     provider = model.provider
     variable = KEY_VARIABLES.get(provider)
     key = model.api_key or (env.get(variable) if variable else None) or None
+    remember_secret(key)  # never printed, whatever a server echoes
     if provider == "ollama":
         base = model.endpoint or DEFAULT_OLLAMA_ENDPOINT
         return Connection(provider, base, key or OLLAMA_PLACEHOLDER_KEY, None)

@@ -39,6 +39,7 @@ from holodeck.chat.render import (
 from holodeck.config.loader import home_dir
 from holodeck.console import make_console
 from holodeck.errors import HoloDeckError, LLMError
+from holodeck.redact import redact
 
 if TYPE_CHECKING:
     from prompt_toolkit.history import History
@@ -152,6 +153,8 @@ class ChatSession:
             self.hinted = any(record.results for record in result.tool_calls)
             if self.hinted:
                 self._info(RESULTS_HINT)
+        if result.notice:
+            self._info(f"Notice: {result.notice} (--max-tool-rounds raises the limit)")
         return result
 
     async def _answer_cancellable(self, message: str) -> None:
@@ -205,6 +208,7 @@ class ChatSession:
             print(text, file=self.stderr, flush=True)
 
     def _error(self, text: str) -> None:
+        text = redact(text)
         if self.interactive:
             self.console.print(Text(f"Error: {text}", style="bold red"))
         else:

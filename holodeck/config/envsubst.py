@@ -36,11 +36,6 @@ def environment_for(project_root: Path) -> dict[str, str]:
     return env
 
 
-def has_variable(value: str) -> bool:
-    """Whether a raw string value refers to an environment variable."""
-    return bool(_VAR.search(value))
-
-
 def substitute(data: Any, env: Mapping[str, str], path: tuple[str | int, ...] = ()) -> Any:
     """A copy of ``data`` with every ``${...}`` in its strings replaced.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 import pydantic
 import yaml
 
-from holodeck.config.envsubst import MissingVariable, environment_for, has_variable, substitute
+from holodeck.bounded_yaml import YAMLLimitError, load_bounded
+from holodeck.config.envsubst import MissingVariable, environment_for, substitute
 from holodeck.config.models import (
     OPENAI_EMBEDDING_MODELS,
     AgentConfig,
@@ -24,7 +26,7 @@ from holodeck.config.models import (
     VectorStoreToolConfig,
 )
 from holodeck.errors import ConfigError
-from holodeck.redact import redact_url
+from holodeck.redact import redact_url, remember_connection_string, remember_secret
 
 Loc = tuple[str | int, ...]
 
@@ -37,6 +39,8 @@ LOCAL_MODEL_NAMES = (
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 PROJECT_CONFIG = Path(".holodeck") / "config.yaml"
+#: The only form ``model.api_key`` may take.
+_ONE_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 @dataclass
@@ -210,7 +214,10 @@ def _read_yaml(path: Path, label: str) -> tuple[Any, yaml.Node | None]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{label}: cannot read the file: {exc}") from exc
     try:
-        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+        return load_bounded(text)
+    except YAMLLimitError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
+        raise ConfigError(f"{label}:{line}: {exc.problem}") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -224,7 +231,7 @@ def _read_yaml(path: Path, label: str) -> tuple[Any, yaml.Node | None]:
 
 def _substitute(data: Any, env: dict[str, str], node: yaml.Node | None, label: str) -> Any:
     try:
-        return substitute(data, env)
+        values = substitute(data, env)
     except MissingVariable as exc:
         line = _line_of(node, exc.path)
         raise ConfigError(
@@ -232,18 +239,48 @@ def _substitute(data: Any, env: dict[str, str], node: yaml.Node | None, label: s
             f"(export it, add it to .env next to the agent file, or write "
             f"${{{exc.name}:-default}})"
         ) from None
+    _remember_secrets(values)
+    return values
+
+
+def _remember_secrets(data: Any) -> None:
+    """Tell the redaction every connection string and key, before any message can echo one.
+
+    Done on the substituted values and before validation, whose errors quote what they got.
+    """
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key in ("connection_string", "endpoint") and isinstance(value, str):
+                    remember_connection_string(value)
+                elif key == "api_key" and isinstance(value, str):
+                    remember_secret(value)
+                else:
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label: str) -> None:
-    """Contract (security): API keys come from the environment, never from config files."""
+    """Contract (security): API keys come from the environment, never from config files.
+
+    So the value must be exactly one ``${VAR}``: a literal, a literal around a variable
+    (``sk-...${NOPE:-}``) or a default (``${KEY:-sk-...}``) would all keep a key in the file.
+    The value is never echoed: it may be the key.
+    """
     model = data.get("model")
-    key = model.get("api_key") if isinstance(model, dict) else None
-    if isinstance(key, str) and not has_variable(key):
+    if not isinstance(model, dict) or model.get("api_key") is None:
+        return
+    key = model["api_key"]
+    if not (isinstance(key, str) and _ONE_VARIABLE.fullmatch(key)):
         line = _line_of(node, ("model", "api_key"))
         raise ConfigError(
-            f"{label}:{line}: model.api_key: a literal API key is not allowed in a config "
-            "file; write api_key: ${OPENAI_API_KEY} (or another variable) and set it in the "
-            "environment or .env"
+            f"{label}:{line}: model.api_key: must be exactly one ${{VAR}} reference without a "
+            "default (a literal key or a default would keep the key in the file); write "
+            "api_key: ${OPENAI_API_KEY} (or another variable) and set it in the environment "
+            "or .env"
         )
 
 

@@ -116,7 +116,9 @@ class ModelConfig(StrictModel):
     provider: Literal["openai", "azure_openai", "ollama"]
     name: str = Field(min_length=1, description="Model (or Azure deployment) name.")
     endpoint: str | None = None
-    api_key: str | None = Field(default=None, description="Only as ${VAR}: never a literal key.")
+    api_key: str | None = Field(
+        default=None, description="Exactly one ${VAR}, without a default: never a literal key."
+    )
     api_version: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, ge=1)
@@ -251,7 +253,13 @@ class AgentConfig(StrictModel):
 
     name: str = Field(min_length=1, description="Agent name; also the tenant of its knowledge.")
     description: str | None = None
-    tenant: str | None = Field(default=None, min_length=1, description="Defaults to name.")
+    tenant: str | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "Defaults to name. Set explicitly, it takes over a library another project fills."
+        ),
+    )
     model: ModelConfig | None = None
     instructions: Instructions | None = None
     tools: list[VectorStoreToolConfig] = Field(default_factory=list)

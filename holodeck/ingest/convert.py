@@ -11,12 +11,15 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import logging
 import re
 import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import chardet
+
+log = logging.getLogger("holodeck.ingest")
 
 REASON_EMPTY = "empty file"
 REASON_UNDECODABLE = "undecodable text"
@@ -25,6 +28,9 @@ REASON_UNDECODABLE = "undecodable text"
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 # Share of control characters above which a decoded "text" is really binary data.
 _MAX_CONTROL_SHARE = 0.05
+# Deepest JSON that is pretty-printed: json's parser and printer recurse once per level, and
+# each level indents every line below it, so a deeper file is indexed as written.
+MAX_JSON_DEPTH = 64
 
 # Documents are modern files: leaving out DOS, Mac and mainframe code pages makes chardet
 # (6+) guess Latin-1 prose right instead of, say, MacLatin2. Older chardet has no eras.
@@ -65,7 +71,7 @@ def _convert(path: Path, suffix: str) -> str:
     if suffix in (".txt", ".md"):
         return decode_text(path.read_bytes())
     if suffix == ".json":
-        return _json_to_markdown(path.read_bytes())
+        return _json_to_markdown(path.read_bytes(), path)
     if suffix == ".csv":
         # markitdown guesses CSV charsets on its own; decode here so CSV follows the same
         # UTF-8-then-chardet rule as text, and hand it over as UTF-8.
@@ -118,17 +124,51 @@ def _strict(data: bytes, encoding: str) -> str:
     return text
 
 
-def _json_to_markdown(data: bytes) -> str:
-    """Pretty-print JSON in a fenced block; invalid JSON names the line to fix."""
+def _json_to_markdown(data: bytes, path: Path) -> str:
+    """Pretty-print JSON in a fenced block; invalid JSON names the line to fix.
+
+    JSON nested deeper than ``MAX_JSON_DEPTH`` (or than the parser's recursion allows) is
+    fenced as written, with a warning, instead of stopping on a RecursionError.
+    """
     text = decode_text(data)
     if not text.strip():
         raise ConversionError(REASON_EMPTY)
     try:
         value = json.loads(text)
+        too_deep = _nesting(value) > MAX_JSON_DEPTH
     except json.JSONDecodeError as exc:
         raise ConversionError(f"conversion failed: invalid JSON at line {exc.lineno}") from None
+    except RecursionError:
+        too_deep = True
+    if too_deep:
+        log.warning(
+            "%s: JSON nested more than %d levels deep; indexed as written, not pretty-printed",
+            path,
+            MAX_JSON_DEPTH,
+        )
+        return f"```json\n{text.strip()}\n```\n"
     pretty = json.dumps(value, indent=2, ensure_ascii=False)
     return f"```json\n{pretty}\n```\n"
+
+
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in ``value`` (0 for a scalar), without recursion.
+
+    Stops counting once past ``MAX_JSON_DEPTH``: only whether it is exceeded matters.
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack and deepest <= MAX_JSON_DEPTH:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _markitdown_convert(stream: BinaryIO, extension: str) -> str:

@@ -2,6 +2,8 @@
 
 The metadata is split off so it is stored as filters on every chunk of the file instead of
 being embedded as text; a broken block is kept as text (with a warning) rather than lost.
+It is parsed with limits (``bounded_yaml``): a few hundred bytes of aliases must not become
+billions of tags.
 """
 
 from __future__ import annotations
@@ -12,7 +14,12 @@ from typing import Any
 
 import yaml
 
+from holodeck.bounded_yaml import YAMLLimitError, load_bounded
+
 logger = logging.getLogger("holodeck.ingest")
+
+#: Values aliases may add to front matter: metadata needs few, if any.
+MAX_ALIAS_VALUES = 1_000
 
 # '---' alone on the first line, the YAML, then '---' (or '...') alone on a line.
 _FRONT_MATTER = re.compile(
@@ -33,7 +40,11 @@ def split_front_matter(markdown: str, *, name: str = "") -> tuple[dict[str, Any]
     if match is None:
         return {}, markdown
     try:
-        meta = yaml.safe_load(match.group("yaml"))
+        meta, _ = load_bounded(match.group("yaml"), MAX_ALIAS_VALUES)
+    except YAMLLimitError as exc:
+        line = exc.problem_mark.line + 2 if exc.problem_mark else 2
+        logger.warning("Ignored front matter%s (line %d): %s", where, line, exc.problem)
+        return {}, markdown
     except yaml.YAMLError as exc:
         logger.warning("Ignored front matter%s: not valid YAML (%s)", where, _describe(exc))
         return {}, markdown

@@ -19,12 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from holodeck.config.project_id import PROJECT_ID_FILE, library_owner
 from holodeck.embeddings.base import Embedder
-from holodeck.errors import EmbeddingError, IngestError, ValidationError
+from holodeck.errors import ConfigError, EmbeddingError, IngestError, ValidationError
 from holodeck.ingest.chunker import chunk_text
 from holodeck.ingest.convert import ConversionError, to_markdown
 from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
+from holodeck.vectorstore.errors import LibraryOwnedError
 from holodeck.vectorstore.records import (
     ChunkRecord,
     DocState,
@@ -97,6 +99,11 @@ class LibraryTarget:
     project_root: Path
     chunk_size: int
     chunk_overlap: int
+    #: Who fills the library (``config.project_id.library_owner``); made from
+    #: ``project_root`` and ``source`` when not given.
+    owner: dict[str, str] | None = None
+    #: Take the library over from another source (the agent names its ``tenant:`` itself).
+    take_over: bool = False
 
 
 @dataclass
@@ -136,12 +143,48 @@ def ingest_library(
         )
     timeout = LOCK_TIMEOUT if wait else 0.0
     with store.library_lock(target.tenant_id, target.library_id, timeout):
+        _claim(store, target)  # before anything is removed: --force-ingest included
         summary.rebuilt = _check_model(store, embedder, target, force)
         run = _Run(store, embedder, target, summary, progress, force)
         run.execute(found.files)
     summary.chunks_total = store.count(target.tenant_id, target.library_id)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _claim(store: VectorStore, target: LibraryTarget) -> None:
+    """Make sure this source may fill the library; another project's is refused (exit 2)."""
+    owner = target.owner or library_owner(target.project_root, target.source)
+    tenant, library = target.tenant_id, target.library_id
+    try:
+        claim = store.claim_library(tenant, library, owner, take_over=target.take_over)
+    except LibraryOwnedError as exc:
+        raise ConfigError(
+            f"library {library!r} of tenant {tenant!r} in the {store.adapter.backend} index "
+            f"belongs to another source: {exc.owner.get('description', '?')} (project id "
+            f"{exc.owner.get('project_id', '?')}), not {owner['description']} (project id "
+            f"{owner['project_id']}); nothing was changed. To keep both, set tenant: in "
+            f"agent.yaml or rename the tool; to take it over, set tenant: {tenant} "
+            f"explicitly; if both are one project, commit {PROJECT_ID_FILE.as_posix()} so "
+            f"every checkout shares its id"
+        ) from None
+    if claim.outcome == "adopted":
+        log.info(
+            "Library %s of tenant %s had no owner record (made by an older holodeck); "
+            "claimed for %s",
+            library,
+            tenant,
+            owner["description"],
+        )
+    elif claim.outcome == "taken" and claim.previous is not None:
+        log.warning(
+            "Library %s of tenant %s belonged to %s; taken over by %s (tenant: is set in "
+            "agent.yaml); its documents are replaced by this source's",
+            library,
+            tenant,
+            claim.previous.get("description", "?"),
+            owner["description"],
+        )
 
 
 def _check_model(
@@ -244,17 +287,21 @@ class _Run:
     def _prepare(self, f: SourceFile, digest: str, is_new: bool) -> bool:
         """Convert and chunk one file, reusing the vectors of chunks whose text is unchanged."""
         t = self.t
+        tags: list[str] = []
+        language: str | None = None
         try:
             markdown = to_markdown(f.path)
+            if f.path.suffix.lower() == ".md":
+                meta, markdown = split_front_matter(markdown, name=f.rel_path)
+                tags, language = tags_of(meta), language_of(meta)
+            chunks = chunk_text(markdown, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
         except ConversionError as exc:
             self._fail(f.rel_path, exc.reason)
             return False
-        tags: list[str] = []
-        language: str | None = None
-        if f.path.suffix.lower() == ".md":
-            meta, markdown = split_front_matter(markdown, name=f.rel_path)
-            tags, language = tags_of(meta), language_of(meta)
-        chunks = chunk_text(markdown, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
+        except Exception as exc:  # one bad file never stops an ingest, whatever went wrong
+            log.debug("converting %s failed", f.rel_path, exc_info=True)  # -v: the traceback
+            self._fail(f.rel_path, _failure(exc))
+            return False
         if not chunks:
             self._fail(f.rel_path, "empty file")
             return False
@@ -356,6 +403,17 @@ class _Run:
         for doc_id in self.store.doc_ids(t.tenant_id, t.library_id) - set(states):
             removed = self.store.remove_document(t.tenant_id, t.library_id, doc_id)
             log.debug("Removed %d orphan chunks of %s", removed, doc_id)
+
+
+def _failure(exc: Exception) -> str:
+    """Why a file could not be converted, parsed or chunked, in a few words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to process (RecursionError)"
+    if isinstance(exc, MemoryError):
+        return "too large to process in memory (MemoryError)"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    first = first if len(first) <= 120 else first[:117] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _file_hash(path: Path) -> str:

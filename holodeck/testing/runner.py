@@ -20,6 +20,7 @@ from typing import Literal
 from holodeck.agent.loop import Agent, ToolCallRecord
 from holodeck.config.loader import Project
 from holodeck.config.models import TestCase
+from holodeck.redact import redact
 from holodeck.testing import metrics
 from holodeck.testing.checks import (
     Check,
@@ -228,7 +229,7 @@ class TestRunner:
             result.latency = result.latency or time.perf_counter() - started
             result.status = "error"
             result.error_type = type(exc).__name__
-            result.reason = f"{type(exc).__name__}: {exc}"
+            result.reason = redact(f"{type(exc).__name__}: {exc}")
         else:
             failed = [c for c in result.checks if not c.passed]
             if failed:
@@ -263,6 +264,8 @@ class TestRunner:
         result.tool_calls = list(turn.tool_calls)
         result.rounds = turn.rounds
         result.latency = turn.seconds
+        if turn.notice:
+            log.warning("Test case %s: %s", case.name, turn.notice)
         broken = [c for c in turn.tool_calls if self._failed_to_run(c)]
         if broken:
             # The model asked properly but the search itself failed (Redis lost, embedder

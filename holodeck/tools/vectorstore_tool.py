@@ -166,6 +166,7 @@ class VectorStoreTool:
             project_root=self.project.root,
             chunk_size=size,
             chunk_overlap=min(self.resolved.config.chunk_overlap, size // 2),
+            take_over=self.project.agent.tenant is not None,
         )
         store = self._open_store(rebuild_unreadable=force_ingest)
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from holodeck.errors import HoloDeckError
+from holodeck.errors import ConfigError, HoloDeckError
 
 TENANT_MISMATCH = 5372772694716
 MODEL_MISMATCH = 5372772694902
@@ -19,3 +19,19 @@ class StoreError(HoloDeckError):
 
     def __str__(self) -> str:
         return f"{self.args[0]} (error {self.code})"
+
+
+class LibraryOwnedError(ConfigError):
+    """A library another source fills: refused before anything of it is removed (exit 2)."""
+
+    def __init__(
+        self, tenant_id: str, library_id: str, owner: dict[str, str], claimant: dict[str, str]
+    ) -> None:
+        super().__init__(
+            f"library {library_id!r} of tenant {tenant_id!r} is filled by another source: "
+            f"{owner.get('description', owner)}"
+        )
+        self.tenant_id = tenant_id
+        self.library_id = library_id
+        self.owner = owner
+        self.claimant = claimant

@@ -3,13 +3,16 @@
 It checks, the adapter stores. Nothing enters the index that cannot be compared with what is
 there: a batch with a record of another tenant, or a vector of another model or length than
 the index, is refused whole before any write. A search with a query vector of another length
-is refused; an empty library scope finds nothing without asking the adapter.
+is refused; an empty library scope finds nothing without asking the adapter. A library belongs
+to one owner (one source): another claiming it is refused, unless it takes it over on purpose.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -18,6 +21,7 @@ from holodeck.vectorstore.errors import (
     MODEL_MISMATCH,
     QUERY_DIMENSION_MISMATCH,
     TENANT_MISMATCH,
+    LibraryOwnedError,
     StoreError,
 )
 from holodeck.vectorstore.records import (
@@ -27,6 +31,22 @@ from holodeck.vectorstore.records import (
     DocState,
     IndexInfo,
 )
+
+#: The fields of an owner record that identify it; the others only describe it.
+OWNER_IDENTITY = ("project_id", "source")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What claiming a library found.
+
+    ``new``: nobody owned it and it was empty; ``same``: already this owner's; ``adopted``:
+    it held chunks but no owner record (an older release made it); ``taken``: another owner's,
+    taken over on purpose (``previous`` says whose).
+    """
+
+    outcome: Literal["new", "same", "adopted", "taken"]
+    previous: dict[str, str] | None = None
 
 
 class VectorStore:
@@ -38,6 +58,34 @@ class VectorStore:
     def describe_index(self) -> IndexInfo | None:
         """The embedding model and vector length the index was created with (None if new)."""
         return self.adapter.describe()
+
+    def claim_library(
+        self,
+        tenant_id: str,
+        library_id: str,
+        owner: dict[str, str],
+        *,
+        take_over: bool = False,
+    ) -> Claim:
+        """Check that ``owner`` may fill the library and record it as the owner.
+
+        Owners are the same when their ``OWNER_IDENTITY`` fields are; a changed description
+        (the project moved) is recorded. Another owner's library raises ``LibraryOwnedError``
+        before anything is written, unless ``take_over``.
+        """
+        current = self.adapter.library_owner(tenant_id, library_id)
+        if current is None:
+            had_chunks = self.adapter.count(tenant_id, library_id) > 0
+            self.adapter.set_library_owner(tenant_id, library_id, owner)
+            return Claim("adopted" if had_chunks else "new")
+        if all(current.get(k) == owner.get(k) for k in OWNER_IDENTITY):
+            if current != owner:
+                self.adapter.set_library_owner(tenant_id, library_id, owner)
+            return Claim("same")
+        if not take_over:
+            raise LibraryOwnedError(tenant_id, library_id, current, owner)
+        self.adapter.set_library_owner(tenant_id, library_id, owner)
+        return Claim("taken", current)
 
     def upsert_chunks(self, tenant_id: str, records: Sequence[ChunkRecord]) -> None:
         """Store the chunks of a document; the whole batch is refused on any bad record."""

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import openai
 import pytest
-from fake_openai import FakeOpenAI, error, text, tool_calls
+from fake_openai import FakeOpenAI, error, raw, text, tool_calls
 
 from holodeck.agent.loop import Agent, ToolCallRecord
 from holodeck.agent.providers import Connection, make_async_client
@@ -201,6 +201,14 @@ def test_tool_rounds_are_bounded(kb: KB, llm: FakeOpenAI) -> None:
     assert requests[2]["tool_choice"] == "none"  # the last request may not call tools
     assert [r.id for r in result.tool_calls] == ["call_0", "call_1"]
     assert result.answer == "Done searching."
+    assert result.notice is not None and "limit of 2 rounds of tool calls" in result.notice
+
+
+def test_no_notice_below_the_round_limit(kb: KB, llm: FakeOpenAI) -> None:
+    project, tools = kb
+    llm.chat.push(tool_calls(("knowledge_base", {"query": "retries"}, "c0")), text("Three."))
+    result = run(Agent(project, tools, _client(llm), max_tool_rounds=2).run_turn("retries?"))
+    assert result.answer == "Three." and result.notice is None
 
 
 def test_tool_calls_past_the_bound_are_not_run(kb: KB, llm: FakeOpenAI) -> None:
@@ -212,7 +220,9 @@ def test_tool_calls_past_the_bound_are_not_run(kb: KB, llm: FakeOpenAI) -> None:
     result = run(agent.run_turn("loop"))
     assert len(llm.chat_requests()) == 3
     assert [r.id for r in result.tool_calls] == ["call_0", "call_1"]
-    assert result.answer == "(stopped after 2 rounds of tool calls)"
+    assert result.answer == ""
+    assert result.notice is not None
+    assert "limit of 2 rounds" in result.notice and "1 more, not run" in result.notice
     assert "tool_calls" not in agent.messages[-1]  # the history stays valid for the next turn
 
 
@@ -287,3 +297,42 @@ def test_request_body_is_plain_json(kb: KB, llm: FakeOpenAI) -> None:
     assert first["temperature"] == 0.1 and first["max_tokens"] == 50
     call = second["messages"][-2]["tool_calls"][0]
     assert json.loads(call["function"]["arguments"]) == {"query": "backup"}
+
+
+#: Answers with status 200 that are not chat completions, and what the error must say.
+NOT_COMPLETIONS = [
+    (raw("<html><body>Please log in</body></html>"), "not a chat completion"),
+    (raw('{"id": "x", "object": "chat.completion"}', "application/json"), "not a chat completion"),
+    (raw('{"id": "x", "choices": [{"index": 0, "mess', "application/json"), "invalid JSON"),
+    (raw('data: {"id": "x", "choices": [{"index": 0, "del\n\n', "text/event-stream"), ""),
+]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("reply", "says"), NOT_COMPLETIONS, ids=["html", "no-choices", "truncated", "sse-cut"]
+)
+def test_an_answer_that_is_not_a_completion_is_an_error(
+    kb: KB, llm: FakeOpenAI, reply: Any, says: str, streamed: bool
+) -> None:
+    """Never an empty answer: an LLMError naming the server and the endpoint to check."""
+    project, tools = kb
+    llm.chat.push(reply)
+    agent = Agent(project, tools, _client(llm))
+    on_text = [].append if streamed else None
+    with pytest.raises(LLMError) as caught:
+        run(agent.run_turn("hello", on_text=on_text))
+    message = str(caught.value)
+    assert f"openai at {llm.url}" in message and "model.endpoint" in message
+    if not streamed:
+        assert says in message
+    assert agent.messages == []  # the failed turn is forgotten
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_an_empty_answer_is_an_error(kb: KB, llm: FakeOpenAI, streamed: bool) -> None:
+    project, tools = kb
+    llm.chat.push(text(""))
+    agent = Agent(project, tools, _client(llm))
+    with pytest.raises(LLMError, match=r"returned an empty answer \(finish_reason: stop\)"):
+        run(agent.run_turn("hello", on_text=[].append if streamed else None))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from chat_helpers import with_model
 from cli_helpers import run_holodeck
-from fake_openai import FakeOpenAI, error, text, tool_calls
+from fake_openai import FakeOpenAI, error, raw, text, tool_calls
 
 KEY = "sk-chat-test-key-42"
 
@@ -180,3 +180,38 @@ def test_missing_key_fails_before_ingesting(fresh_example: Path) -> None:
         "or in .env next to agent.yaml (or write api_key: ${OPENAI_API_KEY})"
     )
     assert not (fresh_example / ".holodeck").exists()  # nothing ingested
+
+
+def test_answers_that_are_not_completions_are_errors_and_the_round_limit_is_told(
+    example: Path, fake_openai: FakeOpenAI
+) -> None:
+    """A 200 that is no chat completion is one error line each (exit 3), never an empty answer;
+    a turn cut by --max-tool-rounds says so."""
+    with_model(example, fake_openai.url)
+    fake_openai.chat.push(
+        raw("<html><body>Sign in to the proxy</body></html>"),
+        raw('{"id": "chatcmpl-1", "object": "chat.completion"}', "application/json"),
+        raw('data: {"id": "chatcmpl-1", "choices": [{"index": 0, "del\n\n', "text/event-stream"),
+        tool_calls(("knowledge_base", {"query": "retries"}, "call_1")),
+        text("Jobs get 3 attempts."),
+    )
+    done = run_holodeck(
+        "chat",
+        "--max-tool-rounds",
+        "1",
+        cwd=example,
+        env={"OPENAI_API_KEY": KEY},
+        stdin="html?\nno choices?\ntruncated?\nretries?\n",
+    )
+    assert done.returncode == 3, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 3, done.stderr
+    assert all(f"openai at {fake_openai.url}" in e and "model.endpoint" in e for e in errors)
+    assert "not an OpenAI-compatible stream" in errors[0]
+    assert "invalid JSON" in errors[2]
+    assert done.stdout.strip() == "Jobs get 3 attempts."
+    assert (
+        "Notice: the model reached the limit of 1 rounds of tool calls and answered from the "
+        "searches made so far (--max-tool-rounds raises the limit)"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr

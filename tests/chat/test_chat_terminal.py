@@ -15,7 +15,7 @@ import pexpect
 import pyte
 import pytest
 from chat_helpers import with_model
-from fake_openai import FakeOpenAI, text, tool_calls
+from fake_openai import FakeOpenAI, raw, text, tool_calls
 
 PROMPT = "you>"
 QUESTION = "How do I retry a failed job?"
@@ -162,3 +162,24 @@ def test_llm_session_streams_and_ctrl_c_stops_an_answer(
     assert [(m["role"], m.get("content")) for m in last["messages"][1:]] == [
         ("user", "And how long are runs kept?")
     ]
+
+
+def test_an_answer_that_is_not_a_completion_is_a_message_and_the_session_goes_on(
+    example: Path, fake_openai: FakeOpenAI
+) -> None:
+    with_model(example, fake_openai.url)
+    fake_openai.chat.push(raw("<html><body>Sign in</body></html>"), text("Recovered."))
+    child = spawn(example, env={"OPENAI_API_KEY": "sk-terminal-test"})
+    try:
+        child.expect_exact(PROMPT)
+        child.sendline("hello?")
+        child.expect_exact("Error: openai at ")
+        child.expect_exact("not an OpenAI-compatible stream")
+        child.expect_exact(PROMPT)
+        child.sendline("again?")
+        child.expect_exact("Recovered.")
+        child.expect_exact(PROMPT)
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)

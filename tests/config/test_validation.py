@@ -17,6 +17,9 @@ tools:
 {extra}
 """
 
+#: A model: block up to its api_key value.
+KEY_OF = "model:\n  provider: openai\n  name: gpt-4o\n  api_key: "
+
 CASES = [
     # (id, yaml, line, expected fragments)
     (
@@ -143,6 +146,24 @@ CASES = [
         BASE.format(extra="model:\n  provider: openai\n  name: gpt-4o\n  api_key: sk-abc123"),
         9,
         ["model.api_key", "${OPENAI_API_KEY}"],
+    ),
+    (
+        "api-key-default",  # the default is a literal key in the file
+        BASE.format(extra=KEY_OF + "${OPENAI_API_KEY:-sk-abc123}"),
+        9,
+        ["model.api_key", "exactly one ${VAR} reference without a default"],
+    ),
+    (
+        "api-key-around-variable",  # a literal key around an empty variable
+        BASE.format(extra=KEY_OF + "sk-abc123${NOPE:-}"),
+        9,
+        ["model.api_key", "exactly one ${VAR} reference without a default"],
+    ),
+    (
+        "api-key-two-variables",
+        BASE.format(extra=KEY_OF + "${A}${B}"),
+        9,
+        ["model.api_key", "exactly one ${VAR} reference without a default"],
     ),
     ("agent-name", BASE.format(extra="").replace("name: demo\n", ""), 1, ["name", "is required"]),
 ]

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from cli_helpers import run_holodeck, write
-from fake_openai import FakeOpenAI, text, tool_calls
+from fake_openai import FakeOpenAI, raw, text, tool_calls
 
 REPO = Path(__file__).resolve().parents[2]
 API_KEY = "sk-test-holodeck-test"
@@ -140,3 +140,52 @@ def test_tools_args_and_ground_truth_with_an_llm(tmp_path: Path) -> None:
     users = [m["content"] for m in third["messages"] if m["role"] == "user"]
     assert users == ["How are backups made?"]
     assert third["tools"][0]["function"]["name"] == "guides"
+
+
+BROKEN_LLM_AGENT = """
+name: llm-agent
+model: {{provider: openai, name: fake-model, endpoint: "{url}", api_key: "${{OPENAI_API_KEY}}"}}
+tools:
+  - type: vectorstore
+    name: guides
+    source: docs/
+    embedding_model: all-MiniLM-L6-v2
+test_cases:
+  - {{name: html, input: how many retries, expected_content: [attempts]}}
+  - {{name: no-choices, input: how many retries, expected_content: [attempts]}}
+  - {{name: truncated, input: how many retries, expected_content: [attempts]}}
+  - {{name: round-limit, input: how many retries, expected_content: [attempts]}}
+"""
+
+
+def test_answers_that_are_not_completions_error_and_the_round_limit_is_told(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "docs").mkdir()
+    shutil.copy(REPO / "examples" / "docs" / "guides" / "retries.md", tmp_path / "docs")
+    with FakeOpenAI() as llm:
+        write(tmp_path / "agent.yaml", BROKEN_LLM_AGENT.format(url=llm.url))
+        llm.chat.push(
+            raw("<html><body>502 Bad Gateway</body></html>"),
+            raw('{"id": "chatcmpl-1", "object": "chat.completion"}', "application/json"),
+            raw('{"id": "chatcmpl-1", "choices": [{"index": 0, "mess', "application/json"),
+            *[tool_calls(("guides", {"query": f"retries {n}"})) for n in range(5)],
+            text("A job gets 3 attempts."),
+        )
+        result = run_holodeck(
+            "test", "--report", "report.json", cwd=tmp_path, env={"OPENAI_API_KEY": API_KEY}
+        )
+    assert result.returncode == 3, result.stdout + result.stderr
+    html, no_choices, truncated, limited = json.loads((tmp_path / "report.json").read_text())[
+        "cases"
+    ]
+    for case in (html, no_choices, truncated):
+        assert case["status"] == "error" and case["error_type"] == "LLMError", case
+        assert "model.endpoint" in case["reason"]
+    assert "not a chat completion ('<html><body>502 Bad Gateway</body></html>')" in html["reason"]
+    assert "not a chat completion (JSON without choices)" in no_choices["reason"]
+    assert "invalid JSON" in truncated["reason"]
+    assert limited["status"] == "passed", limited["reason"]
+    assert (
+        "WARNING: Test case round-limit: the model reached the limit of 5 rounds of tool calls"
+    ) in result.stderr

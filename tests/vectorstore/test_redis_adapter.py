@@ -484,6 +484,20 @@ def test_doc_states_round_trip(open_adapter: Callable[..., RedisIndexAdapter]) -
     assert stats["documents"] == 1 and stats["chunks"] == 0
 
 
+def test_library_owners_round_trip(open_adapter: Callable[..., RedisIndexAdapter]) -> None:
+    adapter = open_adapter()
+    owner = {"project_id": "p1", "source": "docs", "description": "docs of /a"}
+    assert adapter.library_owner("t1", "lib") is None
+    adapter.set_library_owner("t1", "lib", owner)
+    adapter.set_library_owner("t1", "lib, other", {"project_id": "p2", "source": "x"})
+    assert open_adapter().library_owner("t1", "lib") == owner
+    adapter.set_library_owner("t1", "lib", {"project_id": "p3", "source": "y"})
+    assert adapter.library_owner("t1", "lib") == {"project_id": "p3", "source": "y"}  # replaced
+    assert adapter.library_owner("t2", "lib") is None
+    adapter.recreate(IndexInfo("new-model", 16))  # drops chunks, not who fills the library
+    assert adapter.library_owner("t1", "lib, other") == {"project_id": "p2", "source": "x"}
+
+
 # -- connections, passwords, locks ---------------------------------------------------------
 def _all_text(exc: BaseException) -> str:
     """The exception with its whole chain, as a traceback would print it."""

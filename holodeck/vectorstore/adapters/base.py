@@ -120,6 +120,14 @@ class IndexAdapter(Protocol):
         """Ids of every document that has chunks in one library (to find orphans)."""
         ...
 
+    def library_owner(self, tenant_id: str, library_id: str) -> dict[str, str] | None:
+        """Who fills one library (as ``set_library_owner`` recorded it); None if unrecorded."""
+        ...
+
+    def set_library_owner(self, tenant_id: str, library_id: str, owner: dict[str, str]) -> None:
+        """Record (replace) who fills one library; kept by ``recreate``, which drops chunks."""
+        ...
+
     def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
         """What ``holodeck store info`` shows for one library, with the same keys everywhere.
 

@@ -7,6 +7,7 @@ the library escapes every value. Key layout, for index ``<name>``:
 - ``<name>:chunk:<chunk_id>``  one HASH per chunk (the indexed documents);
 - ``<name>:meta``              HASH: embedding model, dimensions, algorithm, metric;
 - ``<name>:docs:<scope>``      HASH per tenant+library: doc_id -> DocState as JSON;
+- ``<name>:owner:<scope>``     HASH per tenant+library: who fills it (project id, source...);
 - ``<name>:lock:<scope>``      redis-py Lock: one ingest per library at a time;
 
 where ``<scope>`` is ``["tenant", "library"]`` in JSON (unambiguous whatever the ids hold).
@@ -68,6 +69,11 @@ _RECORD_FIELDS = (
     "vector", "embedding_model", "source_path", "mtime", "content_hash", "token_count",
     "tags", "language", "location",
 )  # fmt: skip
+#: Every field of holodeck's index and its type, as FT.INFO reports them.
+_SCHEMA_TYPES = {
+    **dict.fromkeys(_TAG_FIELDS, "TAG"), "chunk_index": "NUMERIC", "vector": "VECTOR",
+}  # fmt: skip
+_ISOLATION_FIELDS = ("tenant_id", "library_id", "doc_id", "vector")
 _INDEX_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DISTANCE = VectorQuery.DISTANCE_ID
 #: Sets library_id only on a chunk that still exists (a plain HSET would recreate a deleted
@@ -133,12 +139,14 @@ class RedisIndexAdapter:
                     f"user and password in the connection string"
                 ) from None
             try:
-                self._client.execute_command("FT._LIST")
+                listed = self._client.execute_command("FT._LIST")
             except redis.exceptions.ResponseError as exc:
                 raise ConfigError(
                     f"Redis at {self.url} has no Query Engine (RediSearch): use Redis 8 or "
                     f"Redis Stack ({redact(str(exc))})"
                 ) from None
+            if index_name in {_text(name) for name in listed}:
+                self._refuse_foreign_index()
         self._connected = True
 
     def __repr__(self) -> str:
@@ -453,6 +461,22 @@ class RedisIndexAdapter:
         with self._guard():
             self._client.hdel(self._states_key(tenant_id, library_id), doc_id)
 
+    # -- ownership -----------------------------------------------------------------------
+    def library_owner(self, tenant_id: str, library_id: str) -> dict[str, str] | None:
+        """Who fills one library, from its ``<name>:owner:<scope>`` hash."""
+        with self._guard():
+            raw = self._client.hgetall(self._scope_key("owner", tenant_id, library_id))
+        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+
+    def set_library_owner(self, tenant_id: str, library_id: str, owner: dict[str, str]) -> None:
+        """Replace the owner record in one transaction (no field of the old one survives)."""
+        key = self._scope_key("owner", tenant_id, library_id)
+        fields: dict[Any, Any] = dict(owner)
+        with self._guard(), self._client.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            pipe.hset(key, mapping=fields)
+            pipe.execute()
+
     # -- extras: statistics and the ingest lock ------------------------------------------
     def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
         """Documents and chunks of one library, with the index's settings (``store info``)."""
@@ -562,6 +586,55 @@ class RedisIndexAdapter:
             f"or flushed?); run the ingest again to rebuild it"
         )
 
+    def _refuse_foreign_index(self) -> None:
+        """Refuse, before any key is written, an existing index holodeck cannot safely use.
+
+        Holodeck's index stores HASH keys under ``<name>:chunk`` with its tag fields and a
+        ``vector`` field whose length its meta key records. Another application's index of
+        the same name would be written into (and miss every chunk); one with another vector
+        length indexes nothing. An empty index of holodeck's shape without the meta key is
+        what an interrupted first ingest leaves: it is kept, and rebuilt by ``create``.
+        """
+        try:
+            info = self._client.ft(self.index_name).info()
+        except redis.exceptions.ResponseError:
+            return  # dropped since it was listed
+        definition = info.get("index_definition") or {}
+        if not isinstance(definition, dict):
+            definition = _pairs(definition)
+        fields = {_text(_after(a, "identifier")): a for a in info.get("attributes", [])}
+        prefixes = [_text(p).rstrip(":") for p in definition.get("prefixes", [])]
+        wanted_prefix = f"{self._prefix}:chunk"
+        field_types = {name: _text(_after(a, "type")).upper() for name, a in fields.items()}
+        meta = self._read_meta()
+        # With its meta key the index is holodeck's own (perhaps from a release with fewer
+        # fields): only what isolation and search need must be there.
+        needed = _SCHEMA_TYPES if meta is None else _ISOLATION_FIELDS
+        missing = [name for name in needed if field_types.get(name) != _SCHEMA_TYPES[name]]
+        why = None
+        if _text(definition.get("key_type", "")).upper() != "HASH":
+            why = f"it indexes {_text(definition.get('key_type', '?'))} keys, not HASH"
+        elif prefixes != [wanted_prefix]:
+            shown = ", ".join(repr(p) for p in prefixes) or "none"
+            why = f"it indexes keys under {shown}, not {wanted_prefix!r}"
+        elif missing:
+            why = f"it lacks holodeck's fields ({', '.join(missing)})"
+        if why is None and meta is not None:
+            dims = int(_after(fields["vector"], "dim") or 0)
+            if dims != meta[0].dimensions:
+                why = (
+                    f"its vectors have {dims} dims but its meta key {self._meta_key} says "
+                    f"{meta[0].dimensions}"
+                )
+        if why is None and meta is None and int(info.get("num_docs", 0) or 0) > 0:
+            why = f"it holds {info['num_docs']} documents but no holodeck meta key"
+        if why is not None:
+            raise ConfigError(
+                f"Redis index {self.index_name} at {self.url} is not holodeck's ({why}); "
+                f"set another database index_name for this tool, or drop that index "
+                f"(FT.DROPINDEX {self.index_name}) if nothing uses it"
+            )
+
     def _create_lock(self) -> Lock:
         """Serialises create/recreate across processes sharing the index."""
         return self._client.lock(f"{self._prefix}:lock:create", timeout=60, blocking_timeout=60)
@@ -577,7 +650,9 @@ class RedisIndexAdapter:
     def _create(self, info: IndexInfo) -> None:
         """Create the RediSearch index, then the meta key (which marks it complete)."""
         index = self._open(info, self.algorithm, self.metric)
-        index.create()
+        # Replaces an index without meta: one an interrupted first create left, found empty
+        # and of holodeck's shape when this adapter connected (anything else was refused).
+        index.create(overwrite=True)
         self._client.hset(
             self._meta_key,
             mapping={
@@ -829,6 +904,19 @@ def _similarity(distance: float, metric: Metric) -> float:
     """
     cosine = 1.0 - distance / 2.0 if metric == "L2" else 1.0 - distance
     return min(1.0, max(0.0, cosine))
+
+
+def _after(attribute: Sequence[Any], key: str) -> Any:
+    """The value after ``key`` in an FT.INFO attribute list (flags break plain pairing)."""
+    for i, item in enumerate(attribute[:-1]):
+        if _text(item).lower() == key:
+            return attribute[i + 1]
+    return None
+
+
+def _pairs(items: Sequence[Any]) -> dict[str, Any]:
+    """An FT.INFO ``[key, value, key, value...]`` list as a dict with text keys."""
+    return {_text(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)}
 
 
 def _text(value: Any) -> str:
