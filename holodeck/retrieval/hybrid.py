@@ -4,6 +4,8 @@ chunks merged. The same for every backend."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from holodeck.retrieval.fusion import SearchMode, fuse
@@ -14,6 +16,12 @@ from holodeck.vectorstore.store import VectorStore
 
 #: Candidates each side hands to the fusion (more when top_k asks for more).
 DEPTH = 100
+#: Runs the semantic side while the calling thread runs the keyword side.
+_BOTH_SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="holodeck-search")
+
+
+def _nothing(*_: object) -> list[ChunkHit]:
+    return []
 
 
 def retrieve(
@@ -32,7 +40,10 @@ def retrieve(
     similarity with the query, whatever ranked it.
     """
     depth = max(k * MAX_CHUNKS, DEPTH if mode == "hybrid" else 0)
-    dense = store.search(tenant_id, vector, depth, filters) if mode != "keyword" else []
+    # the two sides at once: numpy and SQLite (or Redis) release the GIL while they work
+    dense = _BOTH_SIDES.submit(
+        store.search if mode != "keyword" else _nothing, tenant_id, vector, depth, filters
+    )
     keyword: list[ChunkHit] = []
     exact: list[ChunkHit] = []
     if mode != "semantic":
@@ -41,6 +52,7 @@ def retrieve(
             holders = store.identifier_holders(tenant_id, identifier, EXACT_MAX + 1, filters)
             if len(holders) <= EXACT_MAX:  # a rare name, not a common compound
                 exact += holders
-    ranked = fuse(dense, keyword, np.asarray(vector, dtype=np.float32), mode, depth, exact)
+    query_vector = np.asarray(vector, dtype=np.float32)
+    ranked = fuse(dense.result(), keyword, query_vector, mode, depth, exact)
     kept = [s for s in ranked if min_similarity is None or s.similarity >= min_similarity]
     return merge(kept, k), len(ranked)

@@ -257,21 +257,34 @@ class SqliteIndexAdapter:
         self, tenant_id: str, query: str, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
         """BM25 over the full-text index inside the tenant's scope (score: higher is better)."""
-        expression = fts5_expression(query)
         libs = self._scope_libs(tenant_id, filters)
-        if expression is None or not libs or k <= 0:
+        if not libs or k <= 0:
             return []
-        where, args = _filter_sql(filters)
-        sql = (
-            "SELECT c.id, -bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
-            "JOIN chunks c ON c.id = chunks_fts.rowid "
-            f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))}){where} "
-            "ORDER BY score DESC, c.id LIMIT ?"
-        )
         with self._reading() as db:
-            ranked = db.execute(sql, (expression, *libs, *args, k)).fetchall()
+            expression = fts5_expression(query)
+            if expression is None:
+                return []
+            where, args = _filter_sql(filters)
+            every_library = not where and len(libs) == self._library_count(db)
+            if every_library:  # the usual case, one library per index: no join to filter
+                sql = (
+                    "SELECT rowid, -bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
+                    "WHERE chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?"
+                )
+                ranked = db.execute(sql, (expression, k)).fetchall()
+            else:
+                sql = (
+                    "SELECT c.id, -bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
+                    "JOIN chunks c ON c.id = chunks_fts.rowid "
+                    f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))})"
+                    f"{where} ORDER BY score DESC, c.id LIMIT ?"
+                )
+                ranked = db.execute(sql, (expression, *libs, *args, k)).fetchall()
         records = self._records([row_id for row_id, _ in ranked], with_vectors=True)
         return [ChunkHit(records[i], float(score)) for i, score in ranked if i in records]
+
+    def _library_count(self, db: sqlite3.Connection) -> int:
+        return int(db.execute("SELECT count(*) FROM libraries").fetchone()[0])
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
