@@ -1,10 +1,11 @@
-"""Search quality on Cranfield (1,400 abstracts, 225 queries, graded qrels; BEIR layout).
+"""Search quality on a labelled set in BEIR layout (default Cranfield: 1,400 abstracts, 225
+queries, graded qrels; also ``shared/eval/vaswani_npl``).
 
-Each abstract becomes a .txt file of a project; queries go through `VectorStoreTool.find`,
+Each document becomes a .txt file of a project; queries go through `VectorStoreTool.find`,
 the code path of `holodeck search`. Reports nDCG@10 and Recall@10 over documents (several
 chunks of one document count once, at their best rank). Usage:
 
-    python benchmarks/bench_cranfield.py [--data ../shared/eval/cranfield]
+    python benchmarks/bench_cranfield.py [SET_DIR]     # e.g. ../shared/eval/vaswani_npl
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ def load(data: Path) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str
     return corpus, queries, qrels
 
 
+def _default_set() -> Path:
+    """``shared/eval/cranfield`` beside the checkout (or beside its parent, for worktrees)."""
+    for base in (HERE.parent.parent, HERE.parent.parent.parent):
+        if (base / "shared/eval/cranfield").is_dir():
+            return base / "shared/eval/cranfield"
+    return HERE.parent.parent / "shared/eval/cranfield"
+
+
 def ndcg_at_k(ranked: list[str], gains: dict[str, int], k: int = 10) -> float:
     dcg = sum(gains.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sorted(gains.values(), reverse=True)[:k]
@@ -47,7 +56,7 @@ def ndcg_at_k(ranked: list[str], gains: dict[str, int], k: int = 10) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=HERE.parent.parent / "shared/eval/cranfield")
+    parser.add_argument("data", type=Path, nargs="?", default=_default_set(), help="BEIR folder")
     args = parser.parse_args()
     corpus, queries, qrels = load(args.data)
     _, tool = make_project({f"{did}.txt": text for did, text in corpus.items()}, top_k=30)
@@ -70,6 +79,7 @@ def main() -> None:
     print(
         json.dumps(
             {
+                "set": args.data.name,
                 "documents": len(corpus),
                 "chunks": tool.summary.chunks_total,
                 "queries": len(ndcgs),

@@ -133,13 +133,14 @@ def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
             f"    database:\n      provider: redis\n      connection_string: {redis_url}\n"
             f"      index_name: bench_{name}\n"
         )
-    if not (root / "agent.yaml").exists():
+    if not (root / "docs").exists():
         make_project({f"{did}.txt": text for did, text in corpus.items()}, root=root)
-        text = (root / "agent.yaml").read_text()
-        (root / "agent.yaml").write_text(text + extra)
+    agent = (root / "agent.yaml").read_text().split("    database:")[0]
+    (root / "agent.yaml").write_text(agent + extra)  # this run's server
     tool = reload_tool(root)
     started = time.perf_counter()
     tool.initialize_sync()
+    assert tool.backend == ("redis" if redis_url else "local"), tool.fallback_reason
     print(f"{name}: index ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return tool
 

@@ -11,7 +11,6 @@ is decided before the first file is written.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,21 +161,15 @@ def example_case(source: Path) -> ExampleCase | None:
     and text first); None when no document yields one (an empty folder, or only files
     that cannot be read as text).
     """
-    from holodeck.ingest.convert import ConversionError, to_markdown
+    from holodeck.ingest.convert import ConversionError, convert
     from holodeck.ingest.discover import discover
     from holodeck.ingest.frontmatter import split_front_matter
 
-    quiet = logging.getLogger("holodeck.ingest")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)  # skipped-file warnings belong to `holodeck ingest`
-    try:
-        files = discover(source).files
-    finally:
-        quiet.setLevel(level)
+    files = discover(source).files  # lists only: skipped files are `holodeck ingest`'s to tell
     ranked = sorted(files, key=lambda f: (_suffix_rank(f.path), f.rel_path))
     for file in ranked[:_MAX_CANDIDATES]:
         try:
-            text = to_markdown(file.path)
+            text = convert(file).text
         except ConversionError:
             continue
         if file.path.suffix.lower() == ".md":

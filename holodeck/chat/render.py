@@ -142,11 +142,12 @@ def highlighted(text: str, terms: frozenset[str]) -> Text:
     return out
 
 
-def sources_text(records: list[ToolCallRecord]) -> str:
+def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
     """``/sources``: one aligned row per result (rank, tool, source, location, score), no text.
 
     ``#`` is the number ``/show`` takes; it is the tool's rank when one tool was searched.
-    Searches that failed or found nothing get a line saying so.
+    Searches that failed or found nothing get a line saying so. Rows fit ``width``: a
+    source path too long for it keeps its end (the file name), ``…`` standing for the rest.
     """
     if not records:
         return "No searches in the last message."
@@ -156,6 +157,10 @@ def sources_text(records: list[ToolCallRecord]) -> str:
         for n, rec, res in numbered(records)
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    if excess > 0:
+        widths[2] = max(len("source"), widths[2] - excess)
+        rows = [(*row[:2], _keep_end(row[2], widths[2]), *row[3:]) for row in rows]
     lines = (
         [
             "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
@@ -169,6 +174,11 @@ def sources_text(records: list[ToolCallRecord]) -> str:
             query = record.query if record.query is not None else ""
             lines.append(f"{record.tool}({query!r}): {record.output}")
     return "\n".join(lines)
+
+
+def _keep_end(text: str, width: int) -> str:
+    """``text`` cut to ``width`` from the left: ``…/operations/upgrade-notes.txt``."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
 
 
 def tools_text(agent: Agent) -> str:

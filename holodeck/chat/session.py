@@ -114,7 +114,8 @@ class ChatSession:
         elif name == "/show":
             self._show(show_result(self.last_calls, arg, self.interactive))
         elif name == "/sources":
-            self._show(sources_text(self.last_calls))
+            width = self.console.width if self.interactive else MAX_WIDTH
+            self._show(sources_text(self.last_calls, width))
         elif name == "/clear":
             self.agent.reset()
             self.last_calls = []

@@ -75,7 +75,7 @@ def search(
             if as_json:
                 output.append(tool_results_json(tool.name, results, total))
                 continue
-            text = tool.render(query, results, total, min_score)
+            text = tool.render(query, results, total, min_score, with_locations=True)
             texts.append(text if len(tools) == 1 else f"## {tool.name}\n\n{text}")
         if as_json:
             click.echo(json.dumps(search_json(query, output), indent=2))

@@ -7,9 +7,11 @@ contract leaves open (chunking, test cases, the LLM) is added with plain names.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from holodeck.ingest.discover import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
 
 #: Embedding models the OpenAI API offers (contract rule 4).
 OPENAI_EMBEDDING_MODELS = (
@@ -66,6 +68,23 @@ class DatabaseConfig(StrictModel):
         return value
 
 
+def _file_type(value: str) -> str:
+    """``docx``, ``.DOCX`` and ``.docx`` all mean ``.docx``; anything unknown is refused."""
+    ext = "." + value.strip().lower().lstrip(".")
+    if ext not in ALL_FILE_TYPES:
+        raise ValueError(f"not a file type holodeck reads; valid: {' '.join(ALL_FILE_TYPES)}")
+    return ext
+
+
+def _exclude_pattern(value: str) -> str:
+    """A gitignore-style pattern, refused here when pathspec cannot compile it."""
+    try:
+        ignore_spec([value])
+    except ValueError:
+        raise ValueError("not a valid gitignore-style pattern") from None
+    return value
+
+
 class GlobalConfig(StrictModel):
     """``.holodeck/config.yaml`` (project) or ``~/.holodeck/config.yaml`` (user)."""
 
@@ -87,6 +106,21 @@ class VectorStoreToolConfig(StrictModel):
     min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
     chunk_size: int = Field(default=512, ge=16, description="Tokens per chunk.")
     chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by neighbours.")
+    file_types: list[Annotated[str, AfterValidator(_file_type)]] | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            f"Extensions to ingest; default {' '.join(DEFAULT_FILE_TYPES)}. "
+            f"Valid: {' '.join(ALL_FILE_TYPES)}."
+        ),
+    )
+    exclude: list[Annotated[str, AfterValidator(_exclude_pattern)]] = Field(
+        default_factory=list,
+        description=(
+            "gitignore-style patterns (relative to source) of files and folders to leave out, "
+            "added to those of source/.holodeckignore."
+        ),
+    )
     search_mode: Literal["hybrid", "semantic", "keyword"] = Field(
         default="hybrid",
         description="hybrid: keyword (BM25) and semantic fused; semantic: the embedding model "

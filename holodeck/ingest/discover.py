@@ -7,11 +7,15 @@ unchanged / deleted) can be made before any conversion is paid for.
 Rules users rely on:
 
 - ``source`` may be one file or a folder, walked recursively; results sorted by ``rel_path``.
-- Only ``.txt .md .pdf .csv .json`` (any letter case) are ingested; every other file, empty
-  files, unreadable files and other skipped entries are listed in ``Discovery.skipped`` and
-  logged as one WARNING line ``Skipped <rel_path>: <reason>`` on logger ``holodeck.ingest``.
+- Only the tool's file types are ingested (by default the contract's ``.txt .md .pdf .csv
+  .json``, any letter case; ``file_types`` adds ``.docx .pptx .xlsx .html .htm``); every
+  other file, empty files, unreadable files and other skipped entries are listed in
+  ``Discovery.skipped`` with their reason (the pipeline warns about them, once per run).
 - Hidden files and folders (name starting with ``.``: ``.git``, ``.holodeck``) are left out
   silently: they are tooling, not documents.
+- Files and folders matched by the tool's ``exclude`` patterns or by a ``.holodeckignore``
+  file in the source folder (both gitignore syntax, via pathspec) are left out silently
+  too: the user asked for it. An excluded folder is not walked at all.
 - Nothing outside ``source`` is read: a symlink (to a file or a folder) whose resolved target
   lies outside the resolved ``source`` is skipped.
 - Symlinked folders are never followed, even when they point inside ``source``: following
@@ -22,16 +26,22 @@ Rules users rely on:
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-logger = logging.getLogger("holodeck.ingest")
+import pathspec
 
-SUPPORTED_EXTENSIONS = frozenset({".txt", ".md", ".pdf", ".csv", ".json"})
+from holodeck.errors import ValidationError
+
+#: The contract's five file types, ingested when a tool sets no ``file_types``.
+DEFAULT_FILE_TYPES = (".txt", ".md", ".pdf", ".csv", ".json")
+#: Every file type holodeck can convert; those beyond the default are opt-in per tool.
+ALL_FILE_TYPES = (*DEFAULT_FILE_TYPES, ".docx", ".pptx", ".xlsx", ".html", ".htm")
+#: The ignore file read from the top of a source folder.
+IGNORE_FILE = ".holodeckignore"
 
 REASON_EMPTY = "empty file"
 REASON_OUTSIDE = "symlink leads outside source"
@@ -49,6 +59,8 @@ class SourceFile:
     rel_path: str
     mtime: float
     size: int
+    #: The resolved source folder (or file): reading is refused outside it.
+    root: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,101 +80,152 @@ class Discovery:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def discover(source: Path) -> Discovery:
-    """List the supported files under ``source`` (a file or a folder) without reading them.
+def discover(
+    source: Path,
+    file_types: Iterable[str] = DEFAULT_FILE_TYPES,
+    exclude: Iterable[str] = (),
+) -> Discovery:
+    """List the files of ``file_types`` under ``source`` (a file or a folder) without reading them.
 
-    Raises FileNotFoundError when ``source`` does not exist, as the contract says: the user
-    must fix the tool's ``source`` in agent.yaml.
+    ``exclude`` holds gitignore-style patterns relative to ``source``, added to those of its
+    ``.holodeckignore``. Raises FileNotFoundError when ``source`` does not exist, as the
+    contract says (the user must fix the tool's ``source``), and ValidationError for a
+    pattern of ``.holodeckignore`` that is not valid gitignore syntax.
     """
     source = Path(source)
     if not source.exists():
         raise FileNotFoundError(
             f"Source path does not exist: {source} (check the tool's 'source' in agent.yaml)"
         )
-    result = Discovery()
+    scan = _Scan(os.path.realpath(source), frozenset(t.lower() for t in file_types))
     if source.is_dir():
-        root = os.path.realpath(source)
-        _walk(source, root, result)
+        scan.ignored = ignore_spec(list(exclude) + _ignore_file_lines(source))
+        scan.walk(source)
     else:
         # The user named this very file (even a hidden one or a link): its target is the source.
-        root = os.path.realpath(source)
-        _check_file(os.fspath(source), source.name, root, os.path.islink(source), result)
+        scan.check_file(os.fspath(source), source.name, os.path.islink(source))
+    result = scan.result
     result.files.sort(key=lambda f: f.rel_path)
     result.skipped.sort(key=lambda s: s.rel_path)
     return result
 
 
-def _walk(source: Path, root: str, result: Discovery) -> None:
-    """Walk the folder with scandir; symlinked folders are judged, never entered."""
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        dir_path = os.path.join(source, rel_dir)
-        try:
-            with os.scandir(dir_path) as entries:
-                listing = list(entries)
-        except PermissionError:
-            if not rel_dir:
-                raise
-            _skip(result, dir_path, rel_dir, REASON_UNREADABLE)
-            continue
-        for entry in listing:
-            if entry.name.startswith("."):
-                continue
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            is_link = entry.is_symlink()
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(rel)
-            elif is_link and os.path.isdir(entry.path):
-                reason = REASON_LINKED_DIR if _inside(entry.path, root) else REASON_OUTSIDE
-                _skip(result, entry.path, rel, reason)
-            else:
-                _check_file(entry.path, rel, root, is_link, result, entry.stat)
+def ignore_spec(patterns: list[str]) -> pathspec.PathSpec | None:
+    """Compile gitignore-style patterns (None when there are none); ValueError if invalid."""
+    lines = [p for p in patterns if p.strip() and not p.lstrip().startswith("#")]
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
 
 
-def _check_file(
-    path: str,
-    rel: str,
-    root: str,
-    is_link: bool,
-    result: Discovery,
-    stat_of: Callable[[], os.stat_result] | None = None,
-) -> None:
-    """Add one file to ``files`` or to ``skipped``: one stat (the DirEntry's), no read."""
-    if is_link and not _inside(path, root):
-        _skip(result, path, rel, REASON_OUTSIDE)
-        return
-    suffix = os.path.splitext(rel)[1].lower()
-    if suffix not in SUPPORTED_EXTENSIONS:
-        _skip(result, path, rel, f"unsupported file type {suffix or '(no extension)'}")
-        return
+def _ignore_file_lines(source: Path) -> list[str]:
+    """The patterns of ``source/.holodeckignore``; an invalid one names its line."""
+    path = source / IGNORE_FILE
     try:
-        st = stat_of() if stat_of is not None else os.stat(path)
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
-        _skip(result, path, rel, REASON_BROKEN_LINK if is_link else "file vanished")
-        return
-    except PermissionError:
-        _skip(result, path, rel, REASON_UNREADABLE)
-        return
-    if not stat.S_ISREG(st.st_mode):
-        _skip(result, path, rel, REASON_NOT_REGULAR)
-    elif st.st_size == 0:
-        _skip(result, path, rel, REASON_EMPTY)
-    elif not st.st_mode & stat.S_IROTH and not os.access(path, os.R_OK):
-        # World-readable files need no second system call; others are asked about.
-        _skip(result, path, rel, REASON_UNREADABLE)
-    else:
-        file = SourceFile(path=Path(path), rel_path=rel, mtime=st.st_mtime, size=st.st_size)
-        result.files.append(file)
+        return []
+    except OSError as exc:
+        raise ValidationError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    for number, line in enumerate(lines, start=1):
+        try:
+            ignore_spec([line])
+        except ValueError:
+            raise ValidationError(
+                f"{path}:{number}: {line.strip()!r} is not a valid gitignore pattern"
+            ) from None
+    return lines
 
 
-def _inside(path: str, root: str) -> bool:
+@dataclass
+class _Scan:
+    """One discovery: the rules it applies and what it has found so far."""
+
+    root: str  # the resolved source
+    file_types: frozenset[str]
+    ignored: pathspec.PathSpec | None = None
+    result: Discovery = field(default_factory=Discovery)
+
+    def walk(self, source: Path) -> None:
+        """Walk the folder with scandir; symlinked folders are judged, never entered."""
+        stack = [""]
+        while stack:
+            rel_dir = stack.pop()
+            dir_path = os.path.join(source, rel_dir)
+            try:
+                with os.scandir(dir_path) as entries:
+                    listing = list(entries)
+            except PermissionError:
+                if not rel_dir:
+                    raise
+                self.skip(dir_path, rel_dir, REASON_UNREADABLE)
+                continue
+            for entry in listing:
+                if entry.name.startswith("."):
+                    continue
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+                linked_dir = is_link and os.path.isdir(entry.path)
+                if self.excluded(rel, is_dir or linked_dir):
+                    continue
+                if is_dir:
+                    stack.append(rel)
+                elif linked_dir:
+                    inner = inside(entry.path, self.root)
+                    self.skip(entry.path, rel, REASON_LINKED_DIR if inner else REASON_OUTSIDE)
+                else:
+                    self.check_file(entry.path, rel, is_link, entry.stat)
+
+    def check_file(
+        self,
+        path: str,
+        rel: str,
+        is_link: bool,
+        stat_of: Callable[[], os.stat_result] | None = None,
+    ) -> None:
+        """Add one file to ``files`` or to ``skipped``: one stat (the DirEntry's), no read."""
+        if is_link and not inside(path, self.root):
+            self.skip(path, rel, REASON_OUTSIDE)
+            return
+        suffix = os.path.splitext(rel)[1].lower()
+        if suffix not in self.file_types:
+            self.skip(path, rel, _type_reason(suffix))
+            return
+        try:
+            st = stat_of() if stat_of is not None else os.stat(path)
+        except FileNotFoundError:
+            self.skip(path, rel, REASON_BROKEN_LINK if is_link else "file vanished")
+            return
+        except PermissionError:
+            self.skip(path, rel, REASON_UNREADABLE)
+            return
+        if not stat.S_ISREG(st.st_mode):
+            self.skip(path, rel, REASON_NOT_REGULAR)
+        elif st.st_size == 0:
+            self.skip(path, rel, REASON_EMPTY)
+        elif not st.st_mode & stat.S_IROTH and not os.access(path, os.R_OK):
+            # World-readable files need no second system call; others are asked about.
+            self.skip(path, rel, REASON_UNREADABLE)
+        else:
+            file = SourceFile(Path(path), rel, st.st_mtime, st.st_size, self.root)
+            self.result.files.append(file)
+
+    def excluded(self, rel: str, is_dir: bool) -> bool:
+        """Whether the user's patterns leave this entry out (a folder is matched as ``dir/``)."""
+        return self.ignored is not None and self.ignored.match_file(rel + "/" if is_dir else rel)
+
+    def skip(self, path: str, rel: str, reason: str) -> None:
+        """Record a skip with the reason the user is shown."""
+        self.result.skipped.append(Skipped(path=Path(path), rel_path=rel, reason=reason))
+
+
+def _type_reason(suffix: str) -> str:
+    """Why a file type is left out, and how to take it in when holodeck can."""
+    if suffix in ALL_FILE_TYPES:
+        return f"file type {suffix} not enabled (add it to the tool's file_types)"
+    return f"unsupported file type {suffix or '(no extension)'}"
+
+
+def inside(path: str, root: str) -> bool:
     """Whether the fully resolved ``path`` lies within ``root`` (itself resolved)."""
     target = os.path.realpath(path)
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _skip(result: Discovery, path: str, rel: str, reason: str) -> None:
-    """Record and log a skip, one WARNING line per entry, so the user sees every left-out file."""
-    logger.warning("Skipped %s: %s", rel, reason)
-    result.skipped.append(Skipped(path=Path(path), rel_path=rel, reason=reason))

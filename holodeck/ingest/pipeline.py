@@ -23,9 +23,11 @@ from holodeck.config.project_id import PROJECT_ID_FILE, library_owner
 from holodeck.embeddings.base import Embedder
 from holodeck.errors import ConfigError, EmbeddingError, IngestError, ValidationError
 from holodeck.ingest.chunker import chunk_text
-from holodeck.ingest.convert import ConversionError, to_markdown
-from holodeck.ingest.discover import SourceFile, discover
+from holodeck.ingest.convert import ConversionError, convert
+from holodeck.ingest.discover import DEFAULT_FILE_TYPES, SourceFile, discover
 from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
+from holodeck.ingest.locations import locate
+from holodeck.ingest.skips import SkipReport
 from holodeck.vectorstore.errors import LibraryOwnedError
 from holodeck.vectorstore.records import (
     ChunkRecord,
@@ -38,7 +40,6 @@ from holodeck.vectorstore.store import VectorStore
 
 log = logging.getLogger("holodeck.ingest")
 
-SUPPORTED = ".txt .md .pdf .csv .json"
 #: Chunks embedded together: big enough to keep the model busy, small enough to commit often.
 EMBED_BATCH = 32
 #: Seconds an ingest waits for another ingest of the same library before giving up
@@ -99,6 +100,9 @@ class LibraryTarget:
     project_root: Path
     chunk_size: int
     chunk_overlap: int
+    #: Extensions to ingest (lower case, with the dot) and gitignore-style patterns to leave out.
+    file_types: tuple[str, ...] = DEFAULT_FILE_TYPES
+    exclude: tuple[str, ...] = ()
     #: Who fills the library (``config.project_id.library_owner``); made from
     #: ``project_root`` and ``source`` when not given.
     owner: dict[str, str] | None = None
@@ -134,19 +138,25 @@ def ingest_library(
     started = time.perf_counter()
     progress = progress or Progress()
     summary = IngestSummary(tool=target.library_id, backend=store.adapter.backend)
-    found = discover(target.source)
+    found = discover(target.source, target.file_types, target.exclude)
+    skips = SkipReport(target.project_root, target.tenant_id, target.library_id, target.source)
+    for s in found.skipped:
+        skips.skip(s.rel_path, s.reason)
     summary.skipped = len(found.skipped)
     summary.skipped_files = [{"path": s.rel_path, "reason": s.reason} for s in found.skipped]
     if not found.files:
+        skips.finish()
         raise ValidationError(
-            f"{target.source}: no supported files to ingest (supported: {SUPPORTED})"
+            f"{target.source}: no supported files to ingest "
+            f"(file types of this tool: {' '.join(target.file_types)})"
         )
     timeout = LOCK_TIMEOUT if wait else 0.0
     with store.library_lock(target.tenant_id, target.library_id, timeout):
         _claim(store, target)  # before anything is removed: --force-ingest included
         summary.rebuilt = _check_model(store, embedder, target, force)
-        run = _Run(store, embedder, target, summary, progress, force)
+        run = _Run(store, embedder, target, summary, progress, force, skips)
         run.execute(found.files)
+    skips.finish()
     summary.chunks_total = store.count(target.tenant_id, target.library_id)
     summary.seconds = time.perf_counter() - started
     return summary
@@ -229,6 +239,7 @@ class _Run:
         summary: IngestSummary,
         progress: Progress,
         force: bool,
+        skips: SkipReport,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -236,6 +247,7 @@ class _Run:
         self.summary = summary
         self.progress = progress
         self.force = force
+        self.skips = skips
         self.pending: list[_Pending] = []
 
     def execute(self, files: list[SourceFile]) -> None:
@@ -290,11 +302,16 @@ class _Run:
         tags: list[str] = []
         language: str | None = None
         try:
-            markdown = to_markdown(f.path)
+            converted = convert(f)
+            text, body_start = converted.text, 0
             if f.path.suffix.lower() == ".md":
-                meta, markdown = split_front_matter(markdown, name=f.rel_path)
+                meta, body = split_front_matter(text, name=f.rel_path)
                 tags, language = tags_of(meta), language_of(meta)
-            chunks = chunk_text(markdown, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
+                body_start = len(text) - len(body)  # chunks of the body, lines of the file
+            body = text[body_start:]
+            chunks = chunk_text(body, self.embedder.tokens, t.chunk_size, t.chunk_overlap)
+            spans = ((c.start + body_start, c.end + body_start) for c in chunks)
+            locations = locate(text, converted.anchors, spans)
         except ConversionError as exc:
             self._fail(f.rel_path, exc.reason)
             return False
@@ -337,6 +354,7 @@ class _Run:
                     token_count=chunk.token_count,
                     tags=tags,
                     language=language,
+                    location=locations[i],
                 )
             )
         self.summary.chunks_reused += len(records) - len(missing)
@@ -383,7 +401,7 @@ class _Run:
 
     def _fail(self, rel_path: str, reason: str) -> None:
         """A file that cannot be ingested: warn, count it, and go on with the others."""
-        log.warning("Skipped %s: %s", rel_path, reason)
+        self.skips.skip(rel_path, reason)
         self.summary.failed += 1
         self.summary.skipped_files.append({"path": rel_path, "reason": reason})
 

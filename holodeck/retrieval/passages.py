@@ -64,6 +64,22 @@ class Passage:
             text = _join(text, chunk.record.content)
         return text
 
+    def text_within(self, bound: int) -> str:
+        """The passage's text, at most ``bound`` characters: around its best chunk, cut at
+        whitespace (a chunk is never longer than the bound; two or three together may be)."""
+        text = self.content
+        if len(text) <= bound:
+            return text
+        best = self.best.record.content
+        start = max(0, text.find(best[: min(len(best), 200)]))
+        start = max(0, min(start - (bound - min(len(best), bound)) // 2, len(text) - bound))
+        window = text[start : start + bound]
+        if start > 0 and " " in window[:80]:
+            window = window[window.index(" ") + 1 :]
+        if start + bound < len(text) and " " in window[-80:]:
+            window = window[: window.rindex(" ")]
+        return window
+
     @property
     def location(self) -> str:
         """The chunks' locations as one range where they are of one kind (``lines 3-40``)."""

@@ -117,6 +117,7 @@ def call_dict(call: ToolCallRecord) -> dict[str, Any]:
                 "rank": r.rank,
                 "score": round(r.score, 4),
                 "source_path": r.source_path,
+                "location": r.location,
                 "doc_id": r.doc_id,
                 "chunk_index": r.chunk_index,
                 "preview": _preview(r.content),
@@ -199,10 +200,15 @@ def markdown(data: dict[str, Any]) -> str:
                     f"({call['seconds']:.2f} s){err}"
                 )
                 if call["results"]:
-                    lines += ["", "   | rank | score | source |", "   |---|---|---|"]
+                    lines += [
+                        "",
+                        "   | rank | score | source | location |",
+                        "   |---|---|---|---|",
+                    ]
                     for r in call["results"]:
                         lines.append(
-                            f"   | {r['rank']} | {r['score']:.3f} | {_cell(r['source_path'])} |"
+                            f"   | {r['rank']} | {r['score']:.3f} | {_cell(r['source_path'])} "
+                            f"| {_cell(r['location'])} |"
                         )
                     lines.append("")
         if c["answer"] is not None:
@@ -291,7 +297,8 @@ def _case_text(c: dict[str, Any]) -> str:
         if call["error"]:
             lines.append(f"  error: {call['error']}")
         for r in call["results"]:
-            lines.append(f"  [{r['rank']}] {r['score']:.3f} {r['source_path']}")
+            where = f" ({r['location']})" if r["location"] else ""
+            lines.append(f"  [{r['rank']}] {r['score']:.3f} {r['source_path']}{where}")
     if c["answer"] is not None:
         lines.append(f"answer: {c['answer']}")
     lines.append(f"latency: {c['latency_seconds']:.3f} s")

@@ -1,5 +1,6 @@
-"""The contract's "Formatted Output Template" for search results, byte for byte, and the
-JSON form of the same results (``holodeck search --json``, MCP structured content)."""
+"""The contract's "Formatted Output Template" for search results, byte for byte (what the
+LLM reads), the same text with each result's place in its file (for people), and the JSON
+form of the same results (``holodeck search --json``, MCP structured content)."""
 
 from __future__ import annotations
 
@@ -21,14 +22,27 @@ class SearchResult:
     library_id: str = ""
     chunk_index: int = 0
     similarity: float = 0.0  # cosine similarity with the query (min_similarity_score's measure)
-    location: str = ""  # where in the file: "page 3", "lines 10-42" ("" when unknown)
     chunks: list[int] = field(default_factory=list)  # chunk indexes merged into this passage
+    #: Where in the file: ``page 3``, ``lines 10-42``, ``rows 2-41``...; empty when unknown.
+    #: Shown to people (CLI, reports, JSON), never in the contract's formatted output.
+    location: str = ""
+
+    @property
+    def source_label(self) -> str:
+        """``docs/manual.pdf (page 3)``: the path, then where in it when known."""
+        return f"{self.source_path} ({self.location})" if self.location else self.source_path
 
 
-def format_results(results: list[SearchResult]) -> str:
-    """``Found N result(s):`` then one block per result, blocks separated by a blank line."""
+def format_results(results: list[SearchResult], *, with_locations: bool = False) -> str:
+    """``Found N result(s):`` then one block per result, blocks separated by a blank line.
+
+    The default is the contract's template byte for byte (what the LLM reads);
+    ``with_locations`` adds each result's place in its file after the path, for people.
+    """
     blocks = [
-        f"[{r.rank}] Score: {r.score:.2f} | Source: {r.source_path}\n{r.content}" for r in results
+        f"[{r.rank}] Score: {r.score:.2f} | "
+        f"Source: {r.source_label if with_locations else r.source_path}\n{r.content}"
+        for r in results
     ]
     return f"Found {len(results)} result(s):\n\n" + "\n\n".join(blocks)
 

@@ -17,6 +17,8 @@ from holodeck.config.loader import Project, ResolvedTool
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
 from holodeck.errors import IngestRunning
+from holodeck.ingest.chunker import max_chunk_chars
+from holodeck.ingest.discover import DEFAULT_FILE_TYPES
 from holodeck.ingest.pipeline import IngestSummary, LibraryTarget, Progress, ingest_library
 from holodeck.retrieval.fusion import SearchMode
 from holodeck.retrieval.hybrid import retrieve
@@ -145,9 +147,10 @@ class VectorStoreTool:
         this library, say so in one line and answer from what it has committed so far.
         """
         source = self.check_source()
-        requested = self.resolved.config.chunk_size
+        cfg = self.resolved.config
+        requested = cfg.chunk_size
         size = self.chunk_size
-        asked = "chunk_size" in self.resolved.config.model_fields_set
+        asked = "chunk_size" in cfg.model_fields_set
         if size < requested and asked and self.name not in _WARNED_CHUNK_SIZE:
             _WARNED_CHUNK_SIZE.add(self.name)
             log.warning(
@@ -165,7 +168,9 @@ class VectorStoreTool:
             source=source,
             project_root=self.project.root,
             chunk_size=size,
-            chunk_overlap=min(self.resolved.config.chunk_overlap, size // 2),
+            chunk_overlap=min(cfg.chunk_overlap, size // 2),
+            file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
+            exclude=tuple(cfg.exclude),
             take_over=self.project.agent.tenant is not None,
         )
         store = self._open_store(rebuild_unreadable=force_ingest)
@@ -197,10 +202,15 @@ class VectorStoreTool:
         results: list[SearchResult],
         total: int,
         min_score: float | None = None,
+        *,
+        with_locations: bool = False,
     ) -> str:
-        """The contract's text for a result list (``total`` = hits before the score filter)."""
+        """The contract's text for a result list (``total`` = hits before the score filter).
+
+        ``with_locations`` adds where in its file each result is, for people (the CLI).
+        """
         if results:
-            return format_results(results)
+            return format_results(results, with_locations=with_locations)
         if min_score is None:
             min_score = self.resolved.config.min_similarity_score
         if total and min_score is not None:
@@ -242,6 +252,9 @@ class VectorStoreTool:
             mode or cfg.search_mode,
             threshold,
         )
+        # Chunks are made within this bound; a passage of several chunks, or one stored before
+        # the bound existed, is cut to it: no result shown or sent to the LLM is longer.
+        bound = max_chunk_chars(self.chunk_size)
         results = []
         for rank, passage in enumerate(passages, start=1):
             best = passage.best.record
@@ -250,7 +263,7 @@ class VectorStoreTool:
                     rank=rank,
                     score=passage.score,
                     source_path=best.source_path,
-                    content=passage.content,
+                    content=passage.text_within(bound),
                     chunk_id=best.chunk_id,
                     doc_id=best.doc_id,
                     book_id=best.book_id,

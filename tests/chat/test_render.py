@@ -166,3 +166,13 @@ def test_numbers_run_across_tools_and_show_takes_them() -> None:
         "ops('retry policy'): (the tool's text)",
     ]
     assert sources_text([]) == "No searches in the last message."
+
+
+def test_sources_fit_the_terminal_keeping_the_file_name() -> None:
+    long = "examples/docs/operations/very-long-folder-name/upgrade-notes.txt"
+    result = SearchResult(rank=1, score=0.41, source_path=long, content="x", location="lines 14-28")
+    rows = sources_text([searched("knowledge_base", "upgrade", [result])], width=80).splitlines()
+    assert all(len(row) <= 80 for row in rows)
+    assert rows[0].split() == ["#", "tool", "source", "location", "score"]
+    assert rows[1].split()[2].startswith("…") and rows[1].split()[2].endswith("upgrade-notes.txt")
+    assert rows[1].split()[3:] == ["lines", "14-28", "0.41"]

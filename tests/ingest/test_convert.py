@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import os
 import random
 import shutil
 import subprocess
@@ -12,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from holodeck.ingest.convert import ConversionError, to_markdown
-from holodeck.ingest.discover import discover
+from holodeck.ingest.convert import ConversionError, Converted, convert
+from holodeck.ingest.discover import SourceFile, discover
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_DOCS = REPO / "examples" / "docs"
@@ -26,9 +27,18 @@ LATIN1_TEXT = (
 )
 
 
+def _convert(path: Path) -> Converted:
+    """Convert a file of a source folder (its parent) as the pipeline does."""
+    return convert(SourceFile(path, path.name, 0.0, 0, root=os.path.realpath(path.parent)))
+
+
+def _text(path: Path) -> str:
+    return _convert(path).text
+
+
 def _reason(path: Path) -> str:
     with pytest.raises(ConversionError) as info:
-        to_markdown(path)
+        _convert(path)
     return info.value.reason
 
 
@@ -36,19 +46,19 @@ def test_utf8_markdown_comes_out_unchanged(tmp_path: Path) -> None:
     text = "# Überblick\n\nZeitpläne für Jobs — mit Emoji 🚀.\n"
     (tmp_path / "doc.md").write_text(text, encoding="utf-8")
 
-    assert to_markdown(tmp_path / "doc.md") == text
+    assert _text(tmp_path / "doc.md") == text
 
 
 def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_bytes(codecs.BOM_UTF8 + "Title: café\n".encode())
 
-    assert to_markdown(tmp_path / "notes.txt") == "Title: café\n"
+    assert _text(tmp_path / "notes.txt") == "Title: café\n"
 
 
 def test_latin1_text_is_decoded_right(tmp_path: Path) -> None:
     (tmp_path / "menu.txt").write_bytes(LATIN1_TEXT.replace("€", "EUR").encode("latin-1"))
 
-    text = to_markdown(tmp_path / "menu.txt")
+    text = _text(tmp_path / "menu.txt")
 
     assert "café" in text and "crêpes" in text and "maître d'hôtel" in text
 
@@ -56,13 +66,13 @@ def test_latin1_text_is_decoded_right(tmp_path: Path) -> None:
 def test_windows_1252_smart_quotes_and_euro_sign_survive(tmp_path: Path) -> None:
     (tmp_path / "prices.txt").write_bytes(LATIN1_TEXT.encode("cp1252"))
 
-    assert to_markdown(tmp_path / "prices.txt") == LATIN1_TEXT
+    assert _text(tmp_path / "prices.txt") == LATIN1_TEXT
 
 
 def test_utf16_with_bom_is_read(tmp_path: Path) -> None:
     (tmp_path / "export.txt").write_bytes("Grüße aus München\n".encode("utf-16"))
 
-    assert to_markdown(tmp_path / "export.txt") == "Grüße aus München\n"
+    assert _text(tmp_path / "export.txt") == "Grüße aus München\n"
 
 
 def test_binary_data_named_txt_is_refused(tmp_path: Path) -> None:
@@ -86,7 +96,7 @@ def test_json_is_pretty_printed_in_a_fenced_block(tmp_path: Path) -> None:
         '{"SKY-1":{"message":"Zeitüberschreitung","retry":true}}', encoding="utf-8"
     )
 
-    text = to_markdown(tmp_path / "errors.json")
+    text = _text(tmp_path / "errors.json")
 
     assert text == (
         "```json\n"
@@ -115,7 +125,7 @@ def test_whitespace_json_is_empty(tmp_path: Path) -> None:
 def test_utf8_csv_becomes_a_markdown_table(tmp_path: Path) -> None:
     (tmp_path / "cities.csv").write_text("name,city\nJosé,Zürich\nAnna,Kraków\n", encoding="utf-8")
 
-    text = to_markdown(tmp_path / "cities.csv")
+    text = _text(tmp_path / "cities.csv")
 
     assert text.splitlines() == [
         "| name | city |",
@@ -129,7 +139,7 @@ def test_latin1_csv_is_decoded_like_text(tmp_path: Path) -> None:
     rows = "client,remarque\nCafé Noël,très apprécié des élèves\nHôtel Ève,déjà réservé à midi\n"
     (tmp_path / "clients.csv").write_bytes(rows.encode("latin-1"))
 
-    text = to_markdown(tmp_path / "clients.csv")
+    text = _text(tmp_path / "clients.csv")
 
     assert "| Café Noël | très apprécié des élèves |" in text
     assert "| Hôtel Ève | déjà réservé à midi |" in text
@@ -138,7 +148,7 @@ def test_latin1_csv_is_decoded_like_text(tmp_path: Path) -> None:
 def test_pdf_text_is_extracted(tmp_path: Path) -> None:
     shutil.copy(EXAMPLE_PDF, tmp_path / "guide.pdf")
 
-    text = to_markdown(tmp_path / "guide.pdf")
+    text = _text(tmp_path / "guide.pdf")
 
     assert "Backup and Restore" in text
     assert "Automatic snapshots are kept for 14 days" in " ".join(text.split())
@@ -166,19 +176,19 @@ def test_vanished_file_is_a_conversion_error(tmp_path: Path) -> None:
     assert _reason(tmp_path / "gone.md").startswith("conversion failed: ")
 
 
-def test_importing_convert_does_not_load_markitdown() -> None:
+def test_importing_convert_does_not_load_the_heavy_converters() -> None:
     code = (
         "import sys, holodeck.ingest.convert, holodeck.ingest.discover\n"
-        "print('markitdown' in sys.modules)"
+        "print([m for m in ('markitdown', 'pypdfium2', 'pandas') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "[]"
 
 
 def test_every_example_doc_converts_to_text() -> None:
     for f in discover(EXAMPLE_DOCS).files:
-        assert len(to_markdown(f.path).split()) > 40, f.rel_path
+        assert len(convert(f).text.split()) > 40, f.rel_path
 
 
 def test_example_questions_point_at_existing_docs_of_every_type() -> None:

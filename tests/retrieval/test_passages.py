@@ -72,3 +72,14 @@ def test_locations_join_where_they_are_one_kind() -> None:
     assert merge_locations(["lines 5-9", ""]) == "lines 5-9"
     assert merge_locations(["slide 3", "sheet Budget"]) == "slide 3"
     assert merge_locations(["", ""]) == ""
+
+
+def test_a_long_passage_is_cut_to_the_chunk_bound_around_its_best_chunk() -> None:
+    left = chunk("a.md", 0, "alpha " * 100 + "shared seam of the two chunks here", 0.5)
+    best = chunk("a.md", 1, "shared seam of the two chunks here " + "omega " * 100, 0.9)
+    passage = merge([best, left], k=1)[0]
+    assert len(passage.content) > 600
+    cut = passage.text_within(400)
+    assert len(cut) <= 400
+    assert "shared seam" in cut and cut.count("omega") > cut.count("alpha")
+    assert passage.text_within(10_000) == passage.content

@@ -106,6 +106,8 @@ def test_all_cases_pass_exit_0_with_junit_and_json(project: Path) -> None:
     assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
     assert call["results"][0]["source_path"] == "docs/guides/retries.md"
     assert call["results"][0]["doc_id"] == "retries.md"
+    # Where in the file each result is: line numbers of the markdown file.
+    assert all(re.fullmatch(r"lines? \d+(-\d+)?", r["location"]) for r in call["results"])
     # No expected_tools: every tool is searched.
     assert {c["tool"] for c in report["cases"][2]["tool_calls"]} == {"guides", "ops"}
     assert {c["check"] for c in first["checks"]} == {
@@ -150,6 +152,9 @@ def test_a_failing_case_exit_1_reason_everywhere(project: Path) -> None:
     assert "**3 of 4 passed** (75.0%), 1 failed, 0 errors" in markdown
     assert "## 4. wrong-tool: FAIL" in markdown
     assert reason in markdown
+    assert "| rank | score | source | location |" in markdown
+    first = report["cases"][0]["tool_calls"][0]["results"][0]
+    assert f"| docs/guides/retries.md | {first['location']} |" in markdown
 
     # Suite metrics, by hand from the ranks in the report: three cases found their source,
     # one (retries.md is not in the ops tool) did not.

@@ -1,12 +1,17 @@
-"""``holodeck search`` prints the contract's "Formatted Output Template" byte for byte."""
+"""Search output: the tool hands the LLM the contract's "Formatted Output Template" byte for
+byte; ``holodeck search`` prints the same for people, with where in each file after the path."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 from cli_helpers import run_holodeck, write
+
+from holodeck.config.loader import load_project
+from holodeck.tools.vectorstore_tool import build_tools
 
 AGENT = """
 name: format-test
@@ -34,27 +39,48 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_output_matches_the_template_byte_for_byte(project: Path) -> None:
-    query = "Which tokens handle authentication?"
+def _expected(project: Path, query: str, locations: bool) -> str:
+    """The template filled with the ranks and scores ``--json`` reports."""
     data = json.loads(run_holodeck("search", query, "--json", cwd=project).stdout)
     results = data["tools"][0]["results"]
     assert [r["rank"] for r in results] == [1, 2]  # top_k
     assert results[0]["source_path"] == "data/docs/auth.md"
     assert results[0]["score"] >= results[1]["score"]
+    assert [r["location"] for r in results] == ["line 1", "line 1"]
     s1, s2 = (f"{r['score']:.2f}" for r in results)
     second = results[1]["source_path"]
-    expected = (
+    where = " (line 1)" if locations else ""
+    return (
         "Found 2 result(s):\n"
         "\n"
-        f"[1] Score: {s1} | Source: data/docs/auth.md\n"
+        f"[1] Score: {s1} | Source: data/docs/auth.md{where}\n"
         f"{DOCS['auth.md']}\n"
         "\n"
-        f"[2] Score: {s2} | Source: {second}\n"
-        f"{DOCS[Path(second).name]}\n"
+        f"[2] Score: {s2} | Source: {second}{where}\n"
+        f"{DOCS[Path(second).name]}"
     )
+
+
+def test_tool_output_for_the_llm_matches_the_template_byte_for_byte(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    query = "Which tokens handle authentication?"
+    expected = _expected(project, query, locations=False)
+    monkeypatch.setenv("HOME", str(project / "home"))  # as run_holodeck runs the CLI
+    (tool,) = build_tools(load_project(project / "agent.yaml"))
+    try:
+        tool.initialize_sync()
+        assert asyncio.run(tool.search(query)) == expected
+    finally:
+        tool.close()
+
+
+def test_cli_output_adds_where_in_the_file_after_the_path(project: Path) -> None:
+    query = "Which tokens handle authentication?"
+    expected = _expected(project, query, locations=True)
     result = run_holodeck("search", query, cwd=project)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == expected
+    assert result.stdout == expected + "\n"
 
 
 def test_all_filtered_by_min_score(project: Path) -> None:
