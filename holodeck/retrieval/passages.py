@@ -74,10 +74,11 @@ class Passage:
         start = max(0, text.find(best[: min(len(best), 200)]))
         start = max(0, min(start - (bound - min(len(best), bound)) // 2, len(text) - bound))
         window = text[start : start + bound]
-        if start > 0 and " " in window[:80]:
-            window = window[window.index(" ") + 1 :]
-        if start + bound < len(text) and " " in window[-80:]:
-            window = window[: window.rindex(" ")]
+        if start > 0 and not text[start - 1].isspace() and " " in window[:80]:
+            window = window[window.index(" ") + 1 :]  # no word cut in half at the start
+        end = start + bound
+        if end < len(text) and not text[end].isspace() and " " in window[-80:]:
+            window = window[: window.rindex(" ")]  # nor at the end
         return window
 
     @property
