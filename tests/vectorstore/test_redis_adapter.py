@@ -673,7 +673,7 @@ def test_an_index_from_before_keyword_search_gains_it_in_place(
     old = make_record(unit(rng))
     old.content = "The walrus uses max_retries when the tide is late."
     row = redis_adapter._to_hash(old)
-    for field in ("stems", "idents", "scope"):
+    for field in ("stems", "idents"):
         del row[field]  # what 0.1 wrote
     client.hset(f"{name}:chunk:{old.chunk_id}", mapping=row)
 

@@ -19,7 +19,6 @@ nothing matches. Counts come from the query's total, which is not capped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -51,6 +50,9 @@ logger = logging.getLogger(__name__)
 Algorithm = Literal["HNSW", "FLAT"]
 Metric = Literal["COSINE", "L2", "IP"]
 
+#: Keyword hits of other tenants skipped at most before a search stops looking further
+#: (the Query Engine's default cap on result offsets).
+MAX_KEYWORD_OFFSET = 10_000
 #: Records per pipelined write.
 WRITE_BATCH = 500
 #: Keys fetched per search round when deleting, moving or listing a document's chunks.
@@ -280,41 +282,37 @@ class RedisIndexAdapter:
     def keyword_search(
         self, tenant_id: str, query: str, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
-        """BM25 (the Query Engine's BM25STD) on chunk content inside the tenant's scope.
+        """BM25 (the Query Engine's BM25STD) on the chunks' stems, inside the tenant's scope.
 
-        The scope is a numeric range on ``scope`` (a hash of tenant and library): tag clauses
-        would add their own BM25 terms to the score, numeric ranges add none. Every hit's
-        tenant, library and other filters are then checked exactly.
+        The query holds only the words, and each hit's tenant, library and other filters are
+        checked here, a page at a time until ``k`` pass: any clause beside the words changes
+        the ranking on the Query Engine 2.10 we test on (a tag clause adds its own, sometimes
+        huge, BM25 term; a numeric filter drops some of the best matches).
         """
         index = self._existing()
         text = redis_expression(query, "stems")
         if index is None or text is None or k <= 0 or _scope(tenant_id, filters) is None:
             return []
-        libraries = filters.library_ids
-        if libraries is None:
-            libraries = sorted(self._library_ids(tenant_id))
-        ranges = " | ".join(
-            f"@scope:[{n} {n}]"
-            for n in sorted({_scope_number(tenant_id, lib) for lib in libraries})
-        )
-        narrowed = filters.book_ids is not None or filters.tags is not None or filters.language
-        fetch = min(10_000, k * 4 + 100) if narrowed else k
-        request = (
-            Query(f"({ranges}) {text}")
-            .scorer("BM25STD")
-            .with_scores()
-            .return_fields(*(f for f in _RECORD_FIELDS if f != "vector"))
-            .return_field("vector", decode_field=False)
-            .paging(0, fetch)
-            .dialect(2)
-        )
-        with self._guard():
-            found = self._client.ft(self.index_name).search(request)
-        hits = []
-        for doc in found.docs:
-            record = _from_hash(vars(doc))
-            if record.tenant_id == tenant_id and _matches(record, filters):
-                hits.append(ChunkHit(record, float(doc.score)))
+        page = max(2 * k, 200)
+        hits: list[ChunkHit] = []
+        for offset in range(0, MAX_KEYWORD_OFFSET, page):
+            request = (
+                Query(text)
+                .scorer("BM25STD")
+                .with_scores()
+                .return_fields(*(f for f in _RECORD_FIELDS if f != "vector"))
+                .return_field("vector", decode_field=False)
+                .paging(offset, page)
+                .dialect(2)
+            )
+            with self._guard():
+                found = self._client.ft(self.index_name).search(request)
+            for doc in found.docs:
+                record = _from_hash(vars(doc))
+                if record.tenant_id == tenant_id and _matches(record, filters):
+                    hits.append(ChunkHit(record, float(doc.score)))
+            if len(hits) >= k or len(found.docs) < page:
+                break
         return hits[:k]
 
     def identifier_holders(
@@ -331,17 +329,6 @@ class RedisIndexAdapter:
         with self._guard():
             rows = index.query(query)
         return [ChunkHit(_from_hash(row), 0.0) for row in rows]
-
-    def _library_ids(self, tenant_id: str) -> set[str]:
-        """Libraries of a tenant that hold document states (a search over all of them)."""
-        pattern = f"{self._prefix}:docs:" + json.dumps([tenant_id], ensure_ascii=False)[:-1] + ",*"
-        found = set()
-        with self._guard():
-            for key in self._client.scan_iter(match=pattern, count=1000):
-                scope = json.loads(_text(key)[len(f"{self._prefix}:docs:") :])
-                if scope[0] == tenant_id:
-                    found.add(scope[1])
-        return found
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         """Remove every chunk of one document; 0 for an unknown one."""
@@ -685,7 +672,6 @@ class RedisIndexAdapter:
                 # Query Engine's own stemming scores a word and its stem twice
                 {"name": "stems", "type": "text", "attrs": {"no_stem": True}},
                 {"name": "idents", "type": "tag", "attrs": {"separator": TAG_SEPARATOR}},
-                {"name": "scope", "type": "numeric"},  # tenant + library, never scored
                 {"name": "chunk_index", "type": "numeric", "attrs": {"sortable": True}},
                 {
                     "name": "vector",
@@ -718,7 +704,6 @@ class RedisIndexAdapter:
         wanted = {
             "stems": ["TEXT", "NOSTEM"],
             "idents": ["TAG", "SEPARATOR", TAG_SEPARATOR],
-            "scope": ["NUMERIC"],
         }
         missing = [name for name in wanted if name not in names]
         if not missing:
@@ -732,22 +717,16 @@ class RedisIndexAdapter:
             part = keys[start : start + WRITE_BATCH]
             with self._client.pipeline(transaction=False) as pipe:
                 for key in part:
-                    pipe.hmget(key, "tenant_id", "library_id", "content")
-                rows = pipe.execute()
+                    pipe.hget(key, "content")
+                contents = pipe.execute()
             with self._client.pipeline(transaction=False) as pipe:
-                for key, (tenant, library, content) in zip(part, rows, strict=True):
-                    if tenant is None or library is None or content is None:
-                        continue
-                    scope = _scope_number(_text(tenant), _text(library))
-                    keywords = _keyword_fields(_text(content))
-                    pipe.hset(
-                        key,
-                        mapping={
-                            "scope": scope,
-                            "stems": keywords["stems"],
-                            "idents": keywords["idents"],
-                        },
-                    )
+                for key, content in zip(part, contents, strict=True):
+                    if content is not None:
+                        keywords = _keyword_fields(_text(content))
+                        pipe.hset(
+                            key,
+                            mapping={"stems": keywords["stems"], "idents": keywords["idents"]},
+                        )
                 pipe.execute()
         logger.info(
             "Redis index %s gained the fields of keyword search; its %d chunks are indexed "
@@ -879,12 +858,6 @@ def _keyword_fields(content: str) -> dict[str, str]:
     return {"stems": stems_text(content), "idents": TAG_SEPARATOR.join(idents)}
 
 
-def _scope_number(tenant_id: str, library_id: str) -> int:
-    """52 bits of a hash of tenant and library: exact as a NUMERIC (a double) in Redis."""
-    digest = hashlib.sha256(f"{tenant_id}\x1f{library_id}".encode()).digest()
-    return int.from_bytes(digest[:7], "big") >> 4
-
-
 def _matches(rec: ChunkRecord, f: ChunkFilters) -> bool:
     """Whether a record of the right tenant is inside the other filters."""
     if f.library_ids is not None and rec.library_id not in f.library_ids:
@@ -948,7 +921,6 @@ def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
         "tags": TAG_SEPARATOR.join(rec.tags),
         "language": rec.language or "",
         "location": rec.location,
-        "scope": _scope_number(rec.tenant_id, rec.library_id),
         **_keyword_fields(rec.content),
     }
 
