@@ -5,19 +5,30 @@ chunks merged. The same for every backend."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 import numpy as np
 
 from holodeck.retrieval.fusion import SearchMode, fuse
-from holodeck.retrieval.passages import MAX_CHUNKS, Passage, merge
+from holodeck.retrieval.passages import MAX_CHUNKS, Passage, Scored, merge
 from holodeck.vectorstore.keywords import EXACT_MAX, query_identifiers
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 from holodeck.vectorstore.store import VectorStore
 
 #: Candidates each side hands to the fusion (more when top_k asks for more).
 DEPTH = 100
+#: Fused chunks a reranker may reorder.
+RERANK_DEPTH = 20
 #: Runs the semantic side while the calling thread runs the keyword side.
 _BOTH_SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="holodeck-search")
+
+
+class Reranker(Protocol):
+    """Reorders the best fused chunks of a query, e.g. a cross-encoder. The hook for one: no
+    package on PyPI ships reranker weights (checked: benchmarks/README.md), and none may be
+    downloaded at run time, so holodeck has none yet."""
+
+    def __call__(self, query: str, ranked: list[Scored]) -> list[Scored]: ...
 
 
 def _nothing(*_: object) -> list[ChunkHit]:
@@ -33,6 +44,7 @@ def retrieve(
     filters: ChunkFilters,
     mode: SearchMode = "hybrid",
     min_similarity: float | None = None,
+    rerank: Reranker | None = None,
 ) -> tuple[list[Passage], int]:
     """The ``k`` best passages and how many chunks were found before ``min_similarity``.
 
@@ -54,5 +66,7 @@ def retrieve(
                 exact += holders
     query_vector = np.asarray(vector, dtype=np.float32)
     ranked = fuse(dense.result(), keyword, query_vector, mode, depth, exact)
+    if rerank is not None:
+        ranked = rerank(query, ranked[:RERANK_DEPTH]) + ranked[RERANK_DEPTH:]
     kept = [s for s in ranked if min_similarity is None or s.similarity >= min_similarity]
     return merge(kept, k), len(ranked)
