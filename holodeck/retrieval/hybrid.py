@@ -24,9 +24,10 @@ _BOTH_SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="holodeck-sea
 
 
 class Reranker(Protocol):
-    """Reorders the best fused chunks of a query, e.g. a cross-encoder. The hook for one: no
-    package on PyPI ships reranker weights (checked: benchmarks/README.md), and none may be
-    downloaded at run time, so holodeck has none yet."""
+    """Rescores the best fused chunks of a query (e.g. a cross-encoder), returning them best
+    first with new scores in [0, 1]. The hook for one: no package on PyPI ships reranker
+    weights (checked: benchmarks/README.md), and none may be downloaded at run time, so
+    holodeck has none yet."""
 
     def __call__(self, query: str, ranked: list[Scored]) -> list[Scored]: ...
 

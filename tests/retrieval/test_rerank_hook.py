@@ -30,7 +30,8 @@ def test_a_reranker_reorders_the_best_chunks() -> None:
 
     def backwards(text: str, ranked: list[Scored]) -> list[Scored]:
         seen.append(text)
-        return list(reversed(ranked))
+        order = list(reversed(ranked))
+        return [Scored(s.record, 1.0 - i / 10, s.similarity) for i, s in enumerate(order)]
 
     reranked, _ = retrieve(store, "t", "notes", query, 3, scope, rerank=backwards)
     assert seen == ["notes"]
