@@ -1,6 +1,7 @@
 """The npz index of release 0.1.0 (memory + local adapters, verbatim), kept only so
 `bench_local_index.py` can measure the SQLite index against it side by side in one run.
 Not part of the product."""
+
 # ruff: noqa
 # mypy: ignore-errors
 from __future__ import annotations
@@ -208,6 +209,7 @@ def _matches(rec: ChunkRecord, tenant_id: str, f: ChunkFilters) -> bool:
     if f.tags is not None and not set(f.tags).intersection(rec.tags):
         return False
     return f.language is None or rec.language == f.language
+
 
 import json
 import os

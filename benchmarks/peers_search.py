@@ -48,9 +48,7 @@ knn = "SELECT rowid, distance FROM v WHERE embedding MATCH ? AND lib = 1 AND k =
 out["sqlite_vec_search_p50_ms"] = p50_ms(
     lambda q: db.execute(knn, (q.tobytes(),)).fetchall(), queries
 )
-out["numpy_bruteforce_p50_ms"] = p50_ms(
-    lambda q: np.argpartition(-(vectors @ q), 10)[:10], queries
-)
+out["numpy_bruteforce_p50_ms"] = p50_ms(lambda q: np.argpartition(-(vectors @ q), 10)[:10], queries)
 
 client = chromadb.PersistentClient(path=tempfile.mkdtemp(prefix="chroma-"))
 col = client.create_collection("bench", metadata={"hnsw:space": "cosine"})

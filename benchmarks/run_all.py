@@ -10,7 +10,8 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = [
     "bench_embed.py",
     "bench_ingest.py",
-    "bench_cranfield.py",
+    "bench_retrieval.py",
+    "bench_local_index.py",
     "bench_redis.py",
     "bench_redis_ingest.py",
     "bench_serve.py",

@@ -86,9 +86,7 @@ test_cases:
 
 
 @pytest.mark.parametrize(("var", "key"), [("OPENAI_API_KEY", KEY), ("MY_KEY", OTHER_KEY)])
-def test_no_key_in_any_output_when_a_server_echoes_it(
-    tmp_path: Path, var: str, key: str
-) -> None:
+def test_no_key_in_any_output_when_a_server_echoes_it(tmp_path: Path, var: str, key: str) -> None:
     write(tmp_path / "docs" / "note.txt", "Espresso is brewed at nine bars.\n")
     echo = f"Incorrect API key provided: {key}. Authorization: Bearer {key}"
     outputs: list[str] = []

@@ -86,6 +86,7 @@ def describe_tool(
         "chunk_size_requested": cfg.chunk_size,
         "chunk_overlap": cfg.chunk_overlap,
         "top_k": cfg.top_k,
+        "search_mode": cfg.search_mode,
         "min_similarity_score": cfg.min_similarity_score,
         "in_use": in_use if in_use is not None else probe(db),
     }
@@ -165,6 +166,7 @@ def render_text(data: dict[str, Any]) -> str:
             f"  chunk size:      {size}",
             f"  chunk overlap:   {tool['chunk_overlap']} tokens",
             f"  top_k:           {tool['top_k']}",
+            f"  search mode:     {tool['search_mode']}",
             f"  min score:       {'none' if min_score is None else min_score}",
         ]
     return "\n".join(lines)

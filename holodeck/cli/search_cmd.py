@@ -10,6 +10,7 @@ import click
 from holodeck.cli.options import agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
+from holodeck.retrieval.fusion import MODES, SearchMode
 from holodeck.tools.formatting import search_json, tool_results_json
 from holodeck.tools.vectorstore_tool import build_tools, clean_query
 from holodeck.vectorstore.records import ChunkFilters
@@ -19,7 +20,18 @@ from holodeck.vectorstore.records import ChunkFilters
 @click.argument("query")
 @agent_option
 @click.option("--tool", "tool_name", default=None, help="Search only this tool.")
-@click.option("--top-k", type=click.IntRange(1, 100), default=None, help="Results per tool.")
+@click.option(
+    "--top-k",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="Results per tool (up to 1000, e.g. for evaluation; default: the tool's top_k).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default=None,
+    help="hybrid, semantic or keyword (default: the tool's search_mode).",
+)
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=None, help="Score floor.")
 @click.option("--book", "books", multiple=True, help="Only this folder of the source.")
 @click.option("--tag", "tags", multiple=True, help="Only chunks with this front-matter tag.")
@@ -38,6 +50,7 @@ def search(
     agent_opt: str | None,
     tool_name: str | None,
     top_k: int | None,
+    mode: SearchMode | None,
     min_score: float | None,
     books: tuple[str, ...],
     tags: tuple[str, ...],
@@ -73,7 +86,9 @@ def search(
         output: list[dict[str, object]] = []
         texts: list[str] = []
         for tool in tools:
-            results, total = tool.find(query, top_k=top_k, min_score=min_score, filters=filters)
+            results, total = tool.find(
+                query, top_k=top_k, min_score=min_score, filters=filters, mode=mode
+            )
             if as_json:
                 output.append(tool_results_json(tool.name, results, total))
                 continue

@@ -121,6 +121,11 @@ class VectorStoreToolConfig(StrictModel):
             "added to those of source/.holodeckignore."
         ),
     )
+    search_mode: Literal["hybrid", "semantic", "keyword"] = Field(
+        default="hybrid",
+        description="hybrid: keyword (BM25) and semantic fused; semantic: the embedding model "
+        "alone; keyword: BM25 alone.",
+    )
 
     @field_validator("name")
     @classmethod

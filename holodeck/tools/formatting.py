@@ -4,7 +4,7 @@ form of the same results (``holodeck search --json``, MCP structured content).""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -13,14 +13,16 @@ class SearchResult:
     """Internal search result structure (formatted to a string for the agent)."""
 
     rank: int  # 1-indexed
-    score: float  # cosine similarity, 0.0-1.0
+    score: float  # relevance in the tool's search mode, 0.0-1.0 (semantic: the cosine)
     source_path: str  # relative to the project root
     content: str
-    chunk_id: str = ""
+    chunk_id: str = ""  # the best-scoring chunk of the passage
     doc_id: str = ""
     book_id: str = ""
     library_id: str = ""
     chunk_index: int = 0
+    similarity: float = 0.0  # cosine similarity with the query (min_similarity_score's measure)
+    chunks: list[int] = field(default_factory=list)  # chunk indexes merged into this passage
     #: Where in the file: ``page 3``, ``lines 10-42``, ``rows 2-41``...; empty when unknown.
     #: Shown to people (CLI, reports, JSON), never in the contract's formatted output.
     location: str = ""

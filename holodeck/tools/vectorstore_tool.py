@@ -20,6 +20,8 @@ from holodeck.errors import IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.discover import DEFAULT_FILE_TYPES
 from holodeck.ingest.pipeline import IngestSummary, LibraryTarget, Progress, ingest_library
+from holodeck.retrieval.fusion import SearchMode
+from holodeck.retrieval.hybrid import retrieve
 from holodeck.tools.formatting import SearchResult, below_threshold, format_results, no_results
 from holodeck.vectorstore.factory import open_index
 from holodeck.vectorstore.records import ChunkFilters
@@ -222,8 +224,9 @@ class VectorStoreTool:
         top_k: int | None = None,
         min_score: float | None = None,
         filters: ChunkFilters | None = None,
+        mode: SearchMode | None = None,
     ) -> tuple[list[SearchResult], int]:
-        """Ranked results for ``query`` and how many hits there were before ``min_score``."""
+        """Ranked passages for ``query`` and how many chunks were found before ``min_score``."""
         query = clean_query(query)
         cfg = self.resolved.config
         k = top_k or cfg.top_k
@@ -239,27 +242,39 @@ class VectorStoreTool:
             tags=scope.tags,
             language=scope.language,
         )
-        hits = self.store.search(self.project.tenant_id, vector, k, scope)
-        kept = [h for h in hits if threshold is None or h.score >= threshold]
-        # Chunks are made within this bound; one stored before it existed is cut to it, so
-        # no result shown or sent to the LLM is ever longer.
+        passages, total = retrieve(
+            self.store,
+            self.project.tenant_id,
+            query,
+            vector,
+            k,
+            scope,
+            mode or cfg.search_mode,
+            threshold,
+        )
+        # Chunks are made within this bound; a passage of several chunks, or one stored before
+        # the bound existed, is cut to it: no result shown or sent to the LLM is longer.
         bound = max_chunk_chars(self.chunk_size)
-        results = [
-            SearchResult(
-                rank=i,
-                score=h.score,
-                source_path=h.record.source_path,
-                content=h.record.content[:bound],
-                chunk_id=h.record.chunk_id,
-                doc_id=h.record.doc_id,
-                book_id=h.record.book_id,
-                library_id=h.record.library_id,
-                chunk_index=h.record.chunk_index,
-                location=h.record.location,
+        results = []
+        for rank, passage in enumerate(passages, start=1):
+            best = passage.best.record
+            results.append(
+                SearchResult(
+                    rank=rank,
+                    score=passage.score,
+                    source_path=best.source_path,
+                    content=passage.text_within(bound),
+                    chunk_id=best.chunk_id,
+                    doc_id=best.doc_id,
+                    book_id=best.book_id,
+                    library_id=best.library_id,
+                    chunk_index=best.chunk_index,
+                    similarity=passage.similarity,
+                    location=passage.location,
+                    chunks=[c.record.chunk_index for c in passage.chunks],
+                )
             )
-            for i, h in enumerate(kept, start=1)
-        ]
-        return results, len(hits)
+        return results, total
 
     def close(self) -> None:
         """Release the index (connections, file handles)."""

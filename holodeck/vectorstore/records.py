@@ -67,7 +67,11 @@ class ChunkFilters:
 
 @dataclass
 class ChunkHit:
-    """A search result: the record and its score (cosine similarity clamped to [0, 1])."""
+    """A search result: the record and its score.
+
+    From a vector search the score is the cosine similarity clamped to [0, 1]; from a
+    keyword search it is BM25 (higher is better, unbounded).
+    """
 
     record: ChunkRecord
     score: float

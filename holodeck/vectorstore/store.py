@@ -181,6 +181,33 @@ class VectorStore:
             return []
         return self.adapter.search(tenant_id, np.asarray(vector, dtype=np.float32), k, filters)
 
+    def keyword_search(
+        self, tenant_id: str, query: str, k: int, filters: ChunkFilters | None = None
+    ) -> list[ChunkHit]:
+        """The ``k`` best BM25 matches of ``query``'s words inside the tenant's scope.
+
+        Scores are BM25 (higher is better, not bounded); an empty library scope finds nothing
+        without asking the adapter, as in ``search``.
+        """
+        filters = filters or ChunkFilters()
+        if filters.library_ids is not None and len(filters.library_ids) == 0:
+            return []
+        if k <= 0 or self.adapter.describe() is None:
+            return []
+        return self.adapter.keyword_search(tenant_id, query, k, filters)
+
+    def identifier_holders(
+        self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters | None = None
+    ) -> list[ChunkHit]:
+        """Chunks inside the tenant's scope that hold ``identifier`` (a compound such as
+        ``max_retries``) whole, at most ``limit`` of them (score 0: a lookup, not a rank)."""
+        filters = filters or ChunkFilters()
+        if filters.library_ids is not None and len(filters.library_ids) == 0:
+            return []
+        if limit <= 0 or self.adapter.describe() is None:
+            return []
+        return self.adapter.identifier_holders(tenant_id, identifier, limit, filters)
+
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         """Remove every chunk of one document; 0 for an unknown document."""
         return self.adapter.delete_by_doc(tenant_id, library_id, doc_id)

@@ -101,7 +101,8 @@ def test_all_cases_pass_exit_0_with_junit_and_json(project: Path) -> None:
     [call] = first["tool_calls"]  # retrieval-only: expected_tools picks the tool searched
     assert call["tool"] == "guides"
     assert call["query"] == first["input"]
-    assert [r["rank"] for r in call["results"]] == [1, 2, 3]
+    ranks = [r["rank"] for r in call["results"]]  # top_k 3: adjacent chunks are one passage
+    assert ranks == list(range(1, len(ranks) + 1)) and 2 <= len(ranks) <= 3
     scores = [r["score"] for r in call["results"]]
     assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
     assert call["results"][0]["source_path"] == "docs/guides/retries.md"

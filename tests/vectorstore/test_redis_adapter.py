@@ -647,3 +647,50 @@ def test_a_crashed_holder_frees_the_lock(
         pass
     with adapter.library_lock("t1", "docs", timeout=3):
         pass
+
+
+def test_an_index_from_before_keyword_search_gains_it_in_place(
+    redis_url: str, redis_index_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An index (and chunks) written by 0.1, without the keyword fields: opening it adds them
+    (FT.ALTER), fills them on the stored chunks, and keyword search finds those chunks."""
+    client = redis.Redis.from_url(redis_url)
+    name = redis_index_name
+    tag = ["SEPARATOR", redis_adapter.TAG_SEPARATOR, "CASESENSITIVE"]
+    schema = [f for field in redis_adapter._TAG_FIELDS for f in (field, "TAG", *tag)]
+    client.execute_command(
+        "FT.CREATE", name, "ON", "HASH", "PREFIX", "1", f"{name}:chunk:", "SCHEMA", *schema,
+        "chunk_index", "NUMERIC", "SORTABLE",
+        "vector", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", str(DIMS),
+        "DISTANCE_METRIC", "COSINE",
+    )  # fmt: skip
+    client.hset(
+        f"{name}:meta",
+        mapping={"embedding_model": MODEL, "dimensions": DIMS, "algorithm": "HNSW",
+                 "metric": "COSINE"},
+    )  # fmt: skip
+    rng = np.random.default_rng(3)
+    old = make_record(unit(rng))
+    old.content = "The walrus uses max_retries when the tide is late."
+    row = redis_adapter._to_hash(old)
+    for field in ("stems", "idents"):
+        del row[field]  # what 0.1 wrote
+    client.hset(f"{name}:chunk:{old.chunk_id}", mapping=row)
+
+    with caplog.at_level(logging.INFO, logger="holodeck"):
+        adapter = RedisIndexAdapter(redis_url, index_name=name)
+        store = VectorStore(adapter)
+        store.describe_index()
+    assert any("gained the fields of keyword search" in m for m in caplog.messages)
+    scope = ChunkFilters(library_ids=["lib"])
+    deadline = time.monotonic() + 10
+    found: list = []
+    while not found and time.monotonic() < deadline:  # the server indexes in the background
+        found = store.keyword_search("t1", "walrus tide", 5, scope)
+        time.sleep(0.1)
+    assert [h.record.chunk_id for h in found] == [old.chunk_id]
+    assert [h.record.chunk_id for h in store.identifier_holders("t1", "max_retries", 5, scope)] == [
+        old.chunk_id
+    ]
+    assert store.keyword_search("t2", "walrus tide", 5, scope) == []
+    adapter.close()

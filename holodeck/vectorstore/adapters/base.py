@@ -81,6 +81,21 @@ class IndexAdapter(Protocol):
         """The ``k`` nearest chunks of ``tenant_id`` inside ``filters``, best first."""
         ...
 
+    def keyword_search(
+        self, tenant_id: str, query: str, k: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """The ``k`` best BM25 matches of ``query``'s words (``holodeck.vectorstore.keywords``
+        builds the backend's expression) inside ``filters``, best first, records with their
+        vectors. Scores are BM25, higher is better."""
+        ...
+
+    def identifier_holders(
+        self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """At most ``limit`` chunks inside ``filters`` holding the compound ``identifier``
+        whole (case-insensitive), records with their vectors."""
+        ...
+
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         """Remove every chunk of one document; returns how many were removed."""
         ...

@@ -42,6 +42,7 @@ from redisvl.query.filter import FilterExpression, Num, Tag
 from holodeck.errors import ConfigError, IngestError, IngestRunning, ValidationError
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
+from holodeck.vectorstore.keywords import idents_text, redis_expression, stems_text
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,9 @@ logger = logging.getLogger(__name__)
 Algorithm = Literal["HNSW", "FLAT"]
 Metric = Literal["COSINE", "L2", "IP"]
 
+#: Keyword hits of other tenants skipped at most before a search stops looking further
+#: (the Query Engine's default cap on result offsets).
+MAX_KEYWORD_OFFSET = 10_000
 #: Records per pipelined write.
 WRITE_BATCH = 500
 #: Keys fetched per search round when deleting, moving or listing a document's chunks.
@@ -173,6 +177,8 @@ class RedisIndexAdapter:
                     self.index_name,
                 )
                 index.create()
+            else:
+                self._add_keyword_fields()
             self._info = info
             return info
 
@@ -288,6 +294,57 @@ class RedisIndexAdapter:
             ChunkHit(_from_hash(row), _similarity(float(row[_DISTANCE]), self._index_metric))
             for row in rows
         ]
+
+    def keyword_search(
+        self, tenant_id: str, query: str, k: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """BM25 (the Query Engine's BM25STD) on the chunks' stems, inside the tenant's scope.
+
+        The query holds only the words, and each hit's tenant, library and other filters are
+        checked here, a page at a time until ``k`` pass: any clause beside the words changes
+        the ranking on the Query Engine 2.10 we test on (a tag clause adds its own, sometimes
+        huge, BM25 term; a numeric filter drops some of the best matches).
+        """
+        index = self._existing()
+        text = redis_expression(query, "stems")
+        if index is None or text is None or k <= 0 or _scope(tenant_id, filters) is None:
+            return []
+        page = max(2 * k, 200)
+        hits: list[ChunkHit] = []
+        for offset in range(0, MAX_KEYWORD_OFFSET, page):
+            request = (
+                Query(text)
+                .scorer("BM25STD")
+                .with_scores()
+                .return_fields(*(f for f in _RECORD_FIELDS if f != "vector"))
+                .return_field("vector", decode_field=False)
+                .paging(offset, page)
+                .dialect(2)
+            )
+            with self._guard():
+                found = self._client.ft(self.index_name).search(request)
+            for doc in found.docs:
+                record = _from_hash(vars(doc))
+                if record.tenant_id == tenant_id and _matches(record, filters):
+                    hits.append(ChunkHit(record, float(doc.score)))
+            if len(hits) >= k or len(found.docs) < page:
+                break
+        return hits[:k]
+
+    def identifier_holders(
+        self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """Chunks of the scope holding ``identifier`` whole: an exact ``idents`` tag lookup."""
+        index = self._existing()
+        scope = _scope(tenant_id, filters)
+        value = identifier.casefold()
+        if index is None or scope is None or limit <= 0 or len(value.encode()) > MAX_TAG_BYTES:
+            return []
+        query = FilterQuery(scope & (Tag("idents") == value), num_results=limit)
+        query.return_fields(*_RECORD_FIELDS, skip_decode=["vector"])
+        with self._guard():
+            rows = index.query(query)
+        return [ChunkHit(_from_hash(row), 0.0) for row in rows]
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         """Remove every chunk of one document; 0 for an unknown one."""
@@ -627,6 +684,10 @@ class RedisIndexAdapter:
             },
             "fields": [
                 *({"name": name, "type": "tag", "attrs": tag} for name in _TAG_FIELDS),
+                # BM25 keyword search over Porter stems made here (as FTS5 does locally): the
+                # Query Engine's own stemming scores a word and its stem twice
+                {"name": "stems", "type": "text", "attrs": {"no_stem": True}},
+                {"name": "idents", "type": "tag", "attrs": {"separator": TAG_SEPARATOR}},
                 {"name": "chunk_index", "type": "numeric", "attrs": {"sortable": True}},
                 {
                     "name": "vector",
@@ -644,6 +705,51 @@ class RedisIndexAdapter:
         self._index_algorithm = cast(Algorithm, algorithm.upper())
         self._index_metric = cast(Metric, metric.upper())
         return self._index
+
+    def _add_keyword_fields(self) -> None:
+        """An index made before keyword search gains its ``content`` TEXT and ``scope``
+        NUMERIC fields (FT.ALTER) and its chunks their ``scope`` value; the Query Engine then
+        indexes the stored chunks' text in the background."""
+        info = self._client.ft(self.index_name).info()
+        names = {
+            _text(value)
+            for attr in info["attributes"]
+            for key, value in zip(attr[::2], attr[1::2], strict=False)
+            if _text(key) == "attribute"
+        }
+        wanted = {
+            "stems": ["TEXT", "NOSTEM"],
+            "idents": ["TAG", "SEPARATOR", TAG_SEPARATOR],
+        }
+        missing = [name for name in wanted if name not in names]
+        if not missing:
+            return
+        for name in missing:
+            self._client.execute_command(
+                "FT.ALTER", self.index_name, "SCHEMA", "ADD", name, *wanted[name]
+            )
+        keys = list(self._client.scan_iter(match=f"{self._prefix}:chunk:*", count=1000))
+        for start in range(0, len(keys), WRITE_BATCH):
+            part = keys[start : start + WRITE_BATCH]
+            with self._client.pipeline(transaction=False) as pipe:
+                for key in part:
+                    pipe.hget(key, "content")
+                contents = pipe.execute()
+            with self._client.pipeline(transaction=False) as pipe:
+                for key, content in zip(part, contents, strict=True):
+                    if content is not None:
+                        keywords = _keyword_fields(_text(content))
+                        pipe.hset(
+                            key,
+                            mapping={"stems": keywords["stems"], "idents": keywords["idents"]},
+                        )
+                pipe.execute()
+        logger.info(
+            "Redis index %s gained the fields of keyword search; its %d chunks are indexed "
+            "for it in the background",
+            self.index_name,
+            len(keys),
+        )
 
     def _existing(self) -> SearchIndex | None:
         """The index handle, or None while no index was created (reads then find nothing)."""
@@ -759,6 +865,26 @@ def _scope(tenant_id: str, filters: ChunkFilters) -> FilterExpression | None:
     return expr
 
 
+def _keyword_fields(content: str) -> dict[str, str]:
+    """What the Query Engine indexes for keywords: the words as Porter ``stems`` separated by
+    single spaces (it does not split at newlines or tabs) and the ``idents`` as case-folded
+    tags (exact values: no tokenizer splits them)."""
+    idents = [i.casefold() for i in idents_text(content)]
+    idents = [i for i in idents if len(i.encode("utf-8")) <= MAX_TAG_BYTES]
+    return {"stems": stems_text(content), "idents": TAG_SEPARATOR.join(idents)}
+
+
+def _matches(rec: ChunkRecord, f: ChunkFilters) -> bool:
+    """Whether a record of the right tenant is inside the other filters."""
+    if f.library_ids is not None and rec.library_id not in f.library_ids:
+        return False
+    if f.book_ids is not None and rec.book_id not in f.book_ids:
+        return False
+    if f.tags is not None and not set(f.tags).intersection(rec.tags):
+        return False
+    return f.language is None or rec.language == f.language
+
+
 def _similarity(distance: float, metric: Metric) -> float:
     """Cosine similarity of normalised vectors from the backend's distance, in [0, 1].
 
@@ -811,6 +937,7 @@ def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
         "tags": TAG_SEPARATOR.join(rec.tags),
         "language": rec.language or "",
         "location": rec.location,
+        **_keyword_fields(rec.content),
     }
 
 

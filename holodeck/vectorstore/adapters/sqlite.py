@@ -25,6 +25,12 @@ from typing import Any
 import numpy as np
 
 from holodeck.errors import IngestError
+from holodeck.vectorstore.keywords import (
+    fts5_expression,
+    fts5_identifier,
+    idents_text,
+    words_text,
+)
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 #: Entries of the ``changes`` log kept after an ingest; a reader further behind reloads.
@@ -91,7 +97,8 @@ class SqliteIndexAdapter:
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite rolls back by itself on some errors (disk full)
+                    db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
 
@@ -121,6 +128,7 @@ class SqliteIndexAdapter:
 
     def recreate(self, info: IndexInfo) -> None:
         with self._writing() as db:
+            db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
             for table in ("documents", "vectors", "chunks", "changes", "meta"):
                 db.execute(f"DELETE FROM {table}")
             db.executemany(
@@ -188,10 +196,7 @@ class SqliteIndexAdapter:
                 lib = self._lib(db, *key, create=True)
                 assert lib is not None
                 libs[key] = lib
-            old = db.execute("SELECT id FROM chunks WHERE chunk_id = ?", (rec.chunk_id,)).fetchone()
-            if old:
-                db.execute("DELETE FROM vectors WHERE id = ?", old)
-                db.execute("DELETE FROM chunks WHERE id = ?", old)
+            self._delete_chunks(db, "chunk_id = ?", (rec.chunk_id,))
             cur = db.execute(
                 "INSERT INTO chunks (chunk_id, lib, book_id, doc_id, chunk_index, content, "
                 "embedding_model, source_path, mtime, content_hash, token_count, tags, language, "
@@ -205,11 +210,28 @@ class SqliteIndexAdapter:
             )  # fmt: skip
             vector = np.asarray(rec.vector, dtype=np.float32).tobytes()
             db.execute("INSERT INTO vectors VALUES (?, ?, ?)", (cur.lastrowid, libs[key], vector))
+            db.execute(
+                "INSERT INTO chunks_fts (rowid, words, idents) VALUES (?, ?, ?)",
+                (cur.lastrowid, *_keyword_columns(rec.content)),
+            )
 
     def _delete_doc(self, db: sqlite3.Connection, lib: int, doc_id: str) -> int:
-        ids = "SELECT id FROM chunks WHERE lib = ? AND doc_id = ?"
-        db.execute(f"DELETE FROM vectors WHERE id IN ({ids})", (lib, doc_id))
-        return db.execute("DELETE FROM chunks WHERE lib = ? AND doc_id = ?", (lib, doc_id)).rowcount
+        return self._delete_chunks(db, "lib = ? AND doc_id = ?", (lib, doc_id))
+
+    def _delete_chunks(self, db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
+        """Delete the chunks matching ``where`` with their vectors and full-text rows (the
+        contentless full-text table forgets a row only when told the words it indexed)."""
+        rows = db.execute(f"SELECT id, content FROM chunks WHERE {where}", args).fetchall()
+        for row_id, content in rows:
+            db.execute(
+                "INSERT INTO chunks_fts (chunks_fts, rowid, words, idents) "
+                "VALUES ('delete', ?, ?, ?)",
+                (row_id, *_keyword_columns(content)),
+            )
+        ids = [(row_id,) for row_id, _ in rows]
+        db.executemany("DELETE FROM vectors WHERE id = ?", ids)
+        db.executemany("DELETE FROM chunks WHERE id = ?", ids)
+        return len(rows)
 
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
@@ -246,6 +268,59 @@ class SqliteIndexAdapter:
                 rec.vector = vectors[i].copy()
                 hits.append(ChunkHit(rec, float(np.clip(scores[i], 0.0, 1.0))))
         return hits
+
+    def keyword_search(
+        self, tenant_id: str, query: str, k: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """BM25 over the full-text index inside the tenant's scope (score: higher is better)."""
+        libs = self._scope_libs(tenant_id, filters)
+        if not libs or k <= 0:
+            return []
+        with self._reading() as db:
+            expression = fts5_expression(query)
+            if expression is None:
+                return []
+            where, args = _filter_sql(filters)
+            every_library = not where and len(libs) == self._library_count(db)
+            if every_library:  # the usual case, one library per index: no join to filter
+                sql = (
+                    "SELECT rowid, -bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
+                    "WHERE chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?"
+                )
+                ranked = db.execute(sql, (expression, k)).fetchall()
+            else:
+                sql = (
+                    "SELECT c.id, -bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
+                    "JOIN chunks c ON c.id = chunks_fts.rowid "
+                    f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))})"
+                    f"{where} ORDER BY score DESC, c.id LIMIT ?"
+                )
+                ranked = db.execute(sql, (expression, *libs, *args, k)).fetchall()
+        records = self._records([row_id for row_id, _ in ranked], with_vectors=True)
+        return [ChunkHit(records[i], float(score)) for i, score in ranked if i in records]
+
+    def _library_count(self, db: sqlite3.Connection) -> int:
+        return int(db.execute("SELECT count(*) FROM libraries").fetchone()[0])
+
+    def identifier_holders(
+        self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
+    ) -> list[ChunkHit]:
+        """Chunks of the tenant's scope holding ``identifier`` whole (at most ``limit``)."""
+        libs = self._scope_libs(tenant_id, filters)
+        if not libs or limit <= 0:
+            return []
+        where, args = _filter_sql(filters)
+        sql = (
+            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))}){where} "
+            "ORDER BY c.id LIMIT ?"
+        )
+        with self._reading() as db:
+            ids = [
+                r[0] for r in db.execute(sql, (fts5_identifier(identifier), *libs, *args, limit))
+            ]
+        records = self._records(ids, with_vectors=True)
+        return [ChunkHit(records[i], 0.0) for i in ids if i in records]
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         with self._writing() as db:
@@ -292,8 +367,7 @@ class SqliteIndexAdapter:
             if lib is None:
                 return 0
             db.execute("DELETE FROM documents WHERE lib = ?", (lib,))
-            db.execute("DELETE FROM vectors WHERE lib = ?", (lib,))
-            return db.execute("DELETE FROM chunks WHERE lib = ?", (lib,)).rowcount
+            return self._delete_chunks(db, "lib = ?", (lib,))
 
     def doc_ids(self, tenant_id: str, library_id: str) -> set[str]:
         with self._reading() as db:
@@ -412,23 +486,12 @@ class SqliteIndexAdapter:
 
     def _allowed_ids(self, lib: int, f: ChunkFilters) -> np.ndarray | None:
         """Row ids of a library that pass the book, tag and language filters (None: all)."""
-        clauses, args = [], []
-        if f.book_ids is not None:
-            clauses.append(f"book_id IN ({','.join('?' * len(f.book_ids))})")
-            args += list(f.book_ids)
-        if f.tags is not None:
-            marks = ",".join("?" * len(f.tags))
-            clauses.append(f"EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN ({marks}))")
-            args += list(f.tags)
-        if f.language is not None:
-            clauses.append("language = ?")
-            args.append(f.language)
-        if not clauses:
+        where, args = _filter_sql(f)
+        if not where:
             return None
-        sql = f"SELECT id FROM chunks WHERE lib = ? AND {' AND '.join(clauses)}"
         with self._reading() as db:
-            rows = db.execute(sql, (lib, *args)).fetchall()
-        return np.array([r[0] for r in rows], dtype=np.int64)
+            rows = db.execute(f"SELECT id FROM chunks c WHERE c.lib = ?{where}", (lib, *args))
+            return np.array([r[0] for r in rows], dtype=np.int64)
 
     def _matrix(self, lib: int) -> _Matrix:
         """The library's vectors in memory, brought up to date with what is committed."""
@@ -494,18 +557,42 @@ class SqliteIndexAdapter:
             vectors[i] = np.frombuffer(blob, dtype=np.float32)
         return _Matrix(ids, vectors)
 
-    def _records(self, ids: list[int]) -> dict[int, ChunkRecord]:
-        """Records by row id, without their vectors (the caller has them in memory)."""
+    def _records(self, ids: list[int], with_vectors: bool = False) -> dict[int, ChunkRecord]:
+        """Records by row id; vectors only when asked (a dense search has them in memory)."""
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
+        vector, join = (
+            (", v.vector", " JOIN vectors v ON v.id = c.id") if with_vectors else ("", "")
+        )
         with self._reading() as db:
             rows = db.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c "
-                f"JOIN libraries l ON l.id = c.lib WHERE c.id IN ({marks})",
+                f"SELECT {_CHUNK_COLUMNS}{vector} FROM chunks c "
+                f"JOIN libraries l ON l.id = c.lib{join} WHERE c.id IN ({marks})",
                 ids,
             ).fetchall()
-        return {row[0]: _record(row, None) for row in rows}
+        return {row[0]: _record(row, row[16] if with_vectors else None) for row in rows}
+
+
+def _keyword_columns(content: str) -> tuple[str, str]:
+    """The ``words`` and ``idents`` a chunk's text is indexed by."""
+    return words_text(content), " ".join(idents_text(content))
+
+
+def _filter_sql(f: ChunkFilters) -> tuple[str, list[Any]]:
+    """``AND ...`` clauses on chunks ``c`` for the book, tag and language filters."""
+    clauses, args = [], []
+    if f.book_ids is not None:
+        clauses.append(f"c.book_id IN ({','.join('?' * len(f.book_ids))})")
+        args += list(f.book_ids)
+    if f.tags is not None:
+        marks = ",".join("?" * len(f.tags))
+        clauses.append(f"EXISTS (SELECT 1 FROM json_each(c.tags) WHERE value IN ({marks}))")
+        args += list(f.tags)
+    if f.language is not None:
+        clauses.append("c.language = ?")
+        args.append(f.language)
+    return "".join(f" AND {c}" for c in clauses), args
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:

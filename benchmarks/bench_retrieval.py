@@ -1,0 +1,230 @@
+"""Search quality on the labelled sets: keyword, semantic, naive RRF and the default hybrid.
+
+Each document becomes a .txt file of a project, ingested by `VectorStoreTool.initialize_sync`
+(the code of `holodeck ingest`); queries go through `VectorStoreTool.find` (the code of
+`holodeck search`) with top_k 100 in each mode. Naive RRF (k=60) fuses the same two candidate
+lists the hybrid mode fuses. Over documents: several passages of one document count once, at
+their best rank. The ingested project is kept under benchmarks/results/ and re-used.
+
+    python benchmarks/bench_retrieval.py [--set cranfield] [--set vaswani_npl] [--backend redis]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from _common import make_project, percentile, reload_tool
+
+from holodeck.retrieval.hybrid import DEPTH
+from holodeck.retrieval.passages import Scored, merge
+from holodeck.tools.vectorstore_tool import VectorStoreTool
+from holodeck.vectorstore.records import ChunkFilters
+
+HERE = Path(__file__).resolve().parent
+#: The labelled sets (``shared/eval`` beside the checkout, or ``$HOLODECK_EVAL``).
+EVAL = Path(
+    os.environ.get("HOLODECK_EVAL")
+    or next((p / "shared" / "eval" for p in HERE.parents if (p / "shared" / "eval").is_dir()), ".")
+)
+TOP = 100
+
+
+def load(data: Path) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
+    corpus = {}
+    for line in (data / "corpus.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        corpus[row["_id"]] = (row.get("title", "") + "\n\n" + row["text"]).strip()
+    queries = {}
+    for line in (data / "queries.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        queries[row["_id"]] = row["text"]
+    qrels: dict[str, dict[str, int]] = defaultdict(dict)
+    for line in (data / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, did, score = line.split("\t")
+        if int(score) > 0:
+            qrels[qid][did] = int(score)
+    return corpus, queries, qrels
+
+
+def ndcg(ranked: list[str], gains: dict[str, int], k: int = 10) -> float:
+    dcg = sum(gains.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def metrics(ranked: list[str], gains: dict[str, int]) -> dict[str, float]:
+    relevant = set(gains)
+    first = next((i for i, d in enumerate(ranked[:10]) if d in relevant), None)
+    return {
+        "nDCG@10": ndcg(ranked, gains),
+        "R@10": len(set(ranked[:10]) & relevant) / len(relevant),
+        "R@100": len(set(ranked[:100]) & relevant) / len(relevant),
+        "MRR@10": 0.0 if first is None else 1.0 / (first + 1),
+    }
+
+
+def documents(sources: list[str]) -> list[str]:
+    """Document ids in rank order, each once (its best rank)."""
+    return list(dict.fromkeys(Path(s).stem for s in sources))
+
+
+def naive_rrf(tool: VectorStoreTool, query: str, k: int = 60) -> list[str]:
+    """RRF over the very candidate lists the hybrid mode gets, merged into passages alike."""
+    vector = tool.embedder.embed([query])[0]
+    scope = ChunkFilters(library_ids=[tool.name])
+    tenant = tool.project.tenant_id
+    dense = tool.store.search(tenant, vector, DEPTH, scope)
+    keyword = tool.store.keyword_search(tenant, query, DEPTH, scope)
+    fused: dict[str, float] = defaultdict(float)
+    records = {}
+    for hits in (dense, keyword):
+        for rank, hit in enumerate(hits):
+            fused[hit.record.chunk_id] += 1.0 / (k + rank + 1)
+            records[hit.record.chunk_id] = hit.record
+    top = max(fused.values(), default=1.0)
+    ranked = sorted(fused, key=lambda c: (-fused[c], c))
+    scored = [Scored(records[c], fused[c] / top, 0.0) for c in ranked]
+    return documents([p.best.record.source_path for p in merge(scored, TOP)])
+
+
+def evaluate(tool: VectorStoreTool, queries: dict[str, str], qrels: dict) -> dict[str, dict]:
+    rows: dict[str, dict] = {}
+    runs = {
+        "keyword (BM25)": lambda q: tool.find(q, top_k=TOP, mode="keyword"),
+        "semantic (model alone)": lambda q: tool.find(q, top_k=TOP, mode="semantic"),
+        "naive RRF k=60": None,
+        "hybrid (default)": lambda q: tool.find(q, top_k=TOP, mode="hybrid"),
+    }
+    for name, run in runs.items():
+        totals: dict[str, float] = defaultdict(float)
+        latencies = []
+        for qid, gains in qrels.items():
+            started = time.perf_counter()
+            if run is None:
+                ranked = naive_rrf(tool, queries[qid])
+            else:
+                results, _ = run(queries[qid])
+                ranked = documents([r.source_path for r in results])
+            latencies.append((time.perf_counter() - started) * 1000)
+            for key, value in metrics(ranked, gains).items():
+                totals[key] += value
+        row = {key: round(value / len(qrels), 3) for key, value in totals.items()}
+        row["p50 ms"] = round(percentile(latencies, 50), 1)
+        rows[name] = row
+    return rows
+
+
+def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
+    """The set's project under benchmarks/results/ (ingested once, then only re-checked)."""
+    corpus, _, _ = load(EVAL / name)
+    root = HERE / "results" / (name + ("-redis" if redis_url else ""))
+    extra = ""
+    if redis_url:
+        extra = (
+            f"    database:\n      provider: redis\n      connection_string: {redis_url}\n"
+            f"      index_name: bench_{name}\n"
+        )
+    if not (root / "docs").exists():
+        make_project({f"{did}.txt": text for did, text in corpus.items()}, root=root)
+    agent = (root / "agent.yaml").read_text().split("    database:")[0]
+    (root / "agent.yaml").write_text(agent + extra)  # this run's server
+    tool = reload_tool(root)
+    started = time.perf_counter()
+    tool.initialize_sync()
+    assert tool.backend == ("redis" if redis_url else "local"), tool.fallback_reason
+    print(f"{name}: index ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return tool
+
+
+def latency(sizes: list[int]) -> None:
+    """Search latency per mode at each size, query embedding included, on local indexes of
+    real texts (both sets' documents, repeated) with synthetic vectors, k = 5."""
+    import random
+    import tempfile
+
+    from bench_local_index import PER_DOC, records, state, unit_vectors
+
+    from holodeck.embeddings.factory import make_embedder
+    from holodeck.retrieval.hybrid import retrieve
+    from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+    from holodeck.vectorstore.store import VectorStore
+
+    texts, questions = [], []
+    for name in ("cranfield", "vaswani_npl"):
+        corpus, queries, _ = load(EVAL / name)
+        texts += [t for t in corpus.values() if t]
+        questions += list(queries.values())
+    embedder = make_embedder("all-MiniLM-L6-v2", HERE, None)
+    embedder.embed(["warm up"])
+    sample = random.Random(1).sample(questions, 200)
+    for size in sizes:
+        store = VectorStore(LocalIndexAdapter(Path(tempfile.mkdtemp(prefix="holodeck-lat-"))))
+        vectors = unit_vectors(size)
+        for d in range(size // PER_DOC):
+            ids = range(d * PER_DOC, (d + 1) * PER_DOC)
+            chunk_texts = [f"{texts[i % len(texts)]} ({i // len(texts)})" for i in ids]
+            recs = records(d, vectors[d * PER_DOC : (d + 1) * PER_DOC], chunk_texts)
+            store.write_document("bench", "kb", recs[0].doc_id, recs, state(recs))
+        scope = ChunkFilters(library_ids=["kb"])
+        row: dict[str, object] = {"chunks": size}
+        for mode in ("semantic", "keyword", "hybrid"):
+            retrieve(store, "bench", sample[0], embedder.embed([sample[0]])[0], 5, scope, mode)
+            times = []
+            for question in sample:
+                started = time.perf_counter()
+                vector = embedder.embed([question])[0]
+                retrieve(store, "bench", question, vector, 5, scope, mode)
+                times.append((time.perf_counter() - started) * 1000)
+            row[mode] = {
+                "p50 ms": round(percentile(times, 50), 1),
+                "p95 ms": round(percentile(times, 95), 1),
+            }
+        print(json.dumps(row), flush=True)
+        store.adapter.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", dest="sets", action="append", choices=["cranfield", "vaswani_npl"])
+    parser.add_argument(
+        "--backend", choices=["local", "redis"], default="local", help="redis: starts its own"
+    )
+    parser.add_argument("--latency", type=int, nargs="*", help="sizes for search latency")
+    args = parser.parse_args()
+    if args.latency is not None:
+        latency(args.latency or [10_000, 100_000])
+        return
+    sets = args.sets or ["cranfield", "vaswani_npl"]
+    server = None
+    if args.backend == "redis":
+        sys.path.insert(0, str(HERE.parent / "tests"))
+        from redis_server import RedisServer
+
+        server = RedisServer()
+        server.start()
+    try:
+        for name in sets:
+            _, queries, qrels = load(EVAL / name)
+            for url in [server.url if server else None]:
+                tool = project_for(name, url)
+                report = {"set": name, "backend": tool.backend, "queries": len(qrels)}
+                report["rows"] = evaluate(tool, queries, qrels)
+                print(json.dumps(report, indent=1), flush=True)
+                tool.close()
+    finally:
+        if server:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

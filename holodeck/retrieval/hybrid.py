@@ -1,0 +1,73 @@
+"""A query answered as passages: candidates from each side the mode asks for (and the holders
+of a rare identifier the query names), fused, filtered by semantic similarity, neighbouring
+chunks merged. The same for every backend."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+import numpy as np
+
+from holodeck.retrieval.fusion import SearchMode, fuse
+from holodeck.retrieval.passages import MAX_CHUNKS, Passage, Scored, merge
+from holodeck.vectorstore.keywords import EXACT_MAX, query_identifiers
+from holodeck.vectorstore.records import ChunkFilters, ChunkHit
+from holodeck.vectorstore.store import VectorStore
+
+#: Candidates each side hands to the fusion (more when top_k asks for more).
+DEPTH = 100
+#: Fused chunks a reranker may reorder.
+RERANK_DEPTH = 20
+#: Runs the semantic side while the calling thread runs the keyword side.
+_BOTH_SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="holodeck-search")
+
+
+class Reranker(Protocol):
+    """Rescores the best fused chunks of a query (e.g. a cross-encoder), returning them best
+    first with new scores in [0, 1]. The hook for one: no package on PyPI ships reranker
+    weights (checked: benchmarks/README.md), and none may be downloaded at run time, so
+    holodeck has none yet."""
+
+    def __call__(self, query: str, ranked: list[Scored]) -> list[Scored]: ...
+
+
+def _nothing(*_: object) -> list[ChunkHit]:
+    return []
+
+
+def retrieve(
+    store: VectorStore,
+    tenant_id: str,
+    query: str,
+    vector: np.ndarray,
+    k: int,
+    filters: ChunkFilters,
+    mode: SearchMode = "hybrid",
+    min_similarity: float | None = None,
+    rerank: Reranker | None = None,
+) -> tuple[list[Passage], int]:
+    """The ``k`` best passages and how many chunks were found before ``min_similarity``.
+
+    ``min_similarity`` keeps the contract's meaning in every mode: a chunk's cosine
+    similarity with the query, whatever ranked it.
+    """
+    depth = max(k * MAX_CHUNKS, DEPTH if mode == "hybrid" else 0)
+    # the two sides at once: numpy and SQLite (or Redis) release the GIL while they work
+    dense = _BOTH_SIDES.submit(
+        store.search if mode != "keyword" else _nothing, tenant_id, vector, depth, filters
+    )
+    keyword: list[ChunkHit] = []
+    exact: list[ChunkHit] = []
+    if mode != "semantic":
+        keyword = store.keyword_search(tenant_id, query, depth, filters)
+        for identifier in query_identifiers(query):
+            holders = store.identifier_holders(tenant_id, identifier, EXACT_MAX + 1, filters)
+            if len(holders) <= EXACT_MAX:  # a rare name, not a common compound
+                exact += holders
+    query_vector = np.asarray(vector, dtype=np.float32)
+    ranked = fuse(dense.result(), keyword, query_vector, mode, depth, exact)
+    if rerank is not None:
+        ranked = rerank(query, ranked[:RERANK_DEPTH]) + ranked[RERANK_DEPTH:]
+    kept = [s for s in ranked if min_similarity is None or s.similarity >= min_similarity]
+    return merge(kept, k), len(ranked)

@@ -1,0 +1,162 @@
+"""Neighbouring chunks of one document in one answer become one passage.
+
+Chunks overlap their neighbours (``chunk_overlap``), so two adjacent chunks in one answer
+show the agent the same sentences twice and spend two of its ``top_k`` slots on one place.
+Merging them keeps ``top_k`` results ``top_k`` different passages, each with its best score.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from holodeck.vectorstore.records import ChunkRecord
+
+#: A passage never grows past this many chunks (the answer stays a few chunks long).
+MAX_CHUNKS = 3
+#: Shorter common text at a seam is chance, not the chunk overlap.
+MIN_OVERLAP_CHARS = 16
+_RANGE = re.compile(r"^(?P<kind>[a-z]+) (?P<lo>\d+)(?:-(?P<hi>\d+))?$")
+_PLURAL = {"page": "pages", "line": "lines", "row": "rows", "slide": "slides"}
+
+
+@dataclass
+class Scored:
+    """One chunk with the score it ranks by and its semantic similarity to the query."""
+
+    record: ChunkRecord
+    score: float  # the mode's relevance in [0, 1], higher is better
+    similarity: float  # cosine similarity with the query, in [0, 1]
+
+
+@dataclass
+class Passage:
+    """Adjacent chunks of one document, in document order, with the best of their scores."""
+
+    chunks: list[Scored] = field(default_factory=list)
+
+    @property
+    def best(self) -> Scored:
+        return max(self.chunks, key=lambda c: c.score)
+
+    @property
+    def score(self) -> float:
+        return self.best.score
+
+    @property
+    def similarity(self) -> float:
+        return max(c.similarity for c in self.chunks)
+
+    @property
+    def first(self) -> int:
+        return self.chunks[0].record.chunk_index
+
+    @property
+    def last(self) -> int:
+        return self.chunks[-1].record.chunk_index
+
+    @property
+    def content(self) -> str:
+        """The chunks' text joined with the overlap between neighbours said once."""
+        text = self.chunks[0].record.content
+        for chunk in self.chunks[1:]:
+            text = _join(text, chunk.record.content)
+        return text
+
+    def text_within(self, bound: int) -> str:
+        """The passage's text, at most ``bound`` characters: around its best chunk, cut at
+        whitespace (a chunk is never longer than the bound; two or three together may be)."""
+        text = self.content
+        if len(text) <= bound:
+            return text
+        best = self.best.record.content
+        start = max(0, text.find(best[: min(len(best), 200)]))
+        start = max(0, min(start - (bound - min(len(best), bound)) // 2, len(text) - bound))
+        window = text[start : start + bound]
+        if start > 0 and not text[start - 1].isspace() and " " in window[:80]:
+            window = window[window.index(" ") + 1 :]  # no word cut in half at the start
+        end = start + bound
+        if end < len(text) and not text[end].isspace() and " " in window[-80:]:
+            window = window[: window.rindex(" ")]  # nor at the end
+        return window
+
+    @property
+    def location(self) -> str:
+        """The chunks' locations as one range where they are of one kind (``lines 3-40``)."""
+        return merge_locations([c.record.location for c in self.chunks])
+
+    def touches(self, rec: ChunkRecord) -> bool:
+        """Whether ``rec`` is this passage's document's chunk right before or after it."""
+        return (
+            rec.doc_id == self.chunks[0].record.doc_id
+            and rec.library_id == self.chunks[0].record.library_id
+            and self.first - 1 <= rec.chunk_index <= self.last + 1
+        )
+
+    def add(self, chunk: Scored) -> None:
+        self.chunks.append(chunk)
+        self.chunks.sort(key=lambda c: c.record.chunk_index)
+
+
+def merge(ranked: Iterable[Scored], k: int) -> list[Passage]:
+    """The first ``k`` passages of a ranking, ordered by their best score.
+
+    A chunk next to a passage of its document joins it (and joins two passages it bridges);
+    one that would make a passage longer than ``MAX_CHUNKS`` is left out, since that place is
+    shown already. So no two passages of an answer touch.
+    """
+    passages: list[Passage] = []
+    for chunk in ranked:
+        near = [p for p in passages if p.touches(chunk.record)]
+        if not near:
+            if len(passages) < k:
+                passages.append(Passage([chunk]))
+            continue  # past k, still read on: a later chunk may extend a kept passage
+        if any(c.record.chunk_id == chunk.record.chunk_id for p in near for c in p.chunks):
+            continue
+        if sum(len(p.chunks) for p in near) + 1 > MAX_CHUNKS:
+            continue
+        home = near[0]
+        for other in near[1:]:
+            for part in other.chunks:
+                home.add(part)
+            passages.remove(other)
+        home.add(chunk)
+    passages.sort(key=lambda p: -p.score)
+    return passages
+
+
+def merge_locations(locations: list[str]) -> str:
+    """``lines 3-10`` + ``lines 9-20`` -> ``lines 3-20``; mixed or unknown kinds: the first."""
+    known = [loc for loc in locations if loc]
+    if not known:
+        return ""
+    parsed = [_RANGE.match(loc) for loc in known]
+    if not all(parsed):
+        return known[0]
+    kinds = {_singular(m["kind"]) for m in parsed if m}
+    if len(kinds) != 1:
+        return known[0]
+    lo = min(int(m["lo"]) for m in parsed if m)
+    hi = max(int(m["hi"] or m["lo"]) for m in parsed if m)
+    kind = kinds.pop()
+    if lo == hi:
+        return f"{kind} {lo}"
+    return f"{_PLURAL.get(kind, kind)} {lo}-{hi}"
+
+
+def _singular(kind: str) -> str:
+    for one, many in _PLURAL.items():
+        if kind == many:
+            return one
+    return kind
+
+
+def _join(left: str, right: str) -> str:
+    """``left`` then ``right`` without the text they share (the chunk overlap) twice."""
+    longest = min(len(left), len(right), 4000)
+    for size in range(longest, MIN_OVERLAP_CHARS - 1, -1):
+        if left.endswith(right[:size]):
+            return left + right[size:]
+    return left + "\n\n" + right

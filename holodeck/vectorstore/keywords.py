@@ -1,0 +1,139 @@
+"""The keyword side's text and queries: what each backend indexes and how a user's words ask it.
+
+Indexed per chunk: ``words`` (the text with ``-``, ``_`` and ``.`` made spaces, so every word
+is split and stemmed) and ``idents`` (only the compound tokens, ``PURPLE-OTTER``,
+``max_retries``, ``os.path.join``, ``v2.3.1``, ``--no-ff``, each kept whole). A query asks for
+every word part and every compound of the user's words, each quoted, ORed: no input can
+change the query's meaning (``AND``, ``NEAR``, ``*``, ``|``, ``@field:{...}``, braces and
+quotes are all just text). Measured on both dev sets and an identifier set
+(benchmarks/README.md): as good as plain stemmed words on prose, and identifiers asked inside
+a sentence are found far more often.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import snowballstemmer
+
+#: Most terms sent to the full-text index: a pasted 100 KB query stays a cheap query (the
+#: dense side still embeds the query as the model reads it).
+MAX_TERMS = 64
+#: Longer terms (a pasted blob without spaces) name nothing a keyword could find.
+MAX_TERM_CHARS = 200
+#: An identifier held by more chunks than this is a common compound (``two-dimensional``),
+#: not a name to look up: its holders get no precedence.
+EXACT_MAX = 10
+
+#: Words never sent: the Query Engine's default stopwords (an index made with them never
+#: holds them, and a union starting with two of them crashes Redis 8.2), left out on every
+#: backend so both ask the same words; on the local index they change nothing measurable
+#: and make common-word queries cheaper.
+STOPWORDS = frozenset(
+    {
+        *("a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into"),
+        *("is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then"),
+        *("there", "these", "they", "this", "to", "was", "will", "with"),
+    }
+)
+
+#: A compound token: word characters joined by ``-``, ``_`` or ``.``, or a ``--flag``; an
+#: optional leading ``-``/``--`` belongs to it, trailing punctuation (``join.``) does not.
+#: Linear time: a match starts only where no word character or ``-`` precedes, and the
+#: possessive pieces never backtrack (a 100 KB "word" costs milliseconds, not minutes).
+_COMPOUND = re.compile(
+    r"(?<![\w-])(?:--?)?_*[^\W_]++(?:[-_.]+[^\W_]++)+_*|(?<![\w-])--[^\W_]++(?:[-_.]+[^\W_]++)*"
+)
+_JOINERS = re.compile(r"[-_.]")
+_PART = re.compile(r"[^\W_]+")
+_CODE_LIKE = re.compile(r"[_.]|^-|[A-Z]|\d")
+#: The Porter stemmer FTS5's ``porter`` tokenizer applies, for a backend that stems
+#: differently (the Query Engine indexes each word and its stem and scores both).
+_PORTER = snowballstemmer.stemmer("porter")
+
+
+def words_text(text: str) -> str:
+    """The ``words`` a chunk is searched by: ``-``, ``_`` and ``.`` made spaces."""
+    return _JOINERS.sub(" ", text)
+
+
+def idents_text(text: str) -> list[str]:
+    """The compound tokens of a chunk, in order, each once (case-insensitive)."""
+    return list({t.casefold(): t for t in _COMPOUND.findall(text)}.values())
+
+
+def query_terms(query: str, max_terms: int = MAX_TERMS) -> list[str]:
+    """Each compound of the query whole and each word part, once (case-insensitive),
+    stopwords left out: ``PURPLE-OTTER`` gives ``PURPLE-OTTER``, ``PURPLE``, ``OTTER``."""
+    terms: list[str] = []
+    seen: set[str] = set()
+    for word in query.split():
+        for term in (*_COMPOUND.findall(word), *_PART.findall(word)):
+            key = term.casefold()
+            if key in seen or key in STOPWORDS or len(term) > MAX_TERM_CHARS:
+                continue
+            seen.add(key)
+            terms.append(term)
+            if len(terms) >= max_terms:
+                return terms
+    return terms
+
+
+def query_identifiers(query: str, max_terms: int = MAX_TERMS) -> list[str]:
+    """The code-like compounds of a query (``PURPLE-OTTER``, ``os.path.join``, ``E1234``...).
+
+    Code-like: at least 4 characters holding ``_`` or ``.``, a leading ``-``, a capital or a
+    digit. A lower-case hyphenated word (``two-dimensional``) is prose and an abbreviation
+    (``i.e.``) is no name: neither is looked up.
+    """
+    found: dict[str, str] = {}
+    for term in _COMPOUND.findall(query):
+        if 4 <= len(term) <= MAX_TERM_CHARS and _CODE_LIKE.search(term):
+            found.setdefault(term.casefold(), term)
+    return list(found.values())[:max_terms]
+
+
+def fts5_expression(query: str) -> str | None:
+    """An FTS5 MATCH expression ORing the query's terms, each a quoted string (None when
+    nothing searchable is left: FTS5 rejects an empty MATCH)."""
+    terms = query_terms(query)
+    return " OR ".join(_fts5_string(t) for t in terms) if terms else None
+
+
+def fts5_identifier(identifier: str) -> str:
+    """An FTS5 MATCH expression finding chunks that hold ``identifier`` whole."""
+    return "{idents} : " + _fts5_string(identifier)
+
+
+def stems_text(text: str) -> str:
+    """The text's words as Porter stems, lower-case, accents off: what a backend without
+    FTS5's tokenizer indexes (unstemmed: ``NOSTEM``) to rank like FTS5."""
+    return " ".join(_stems(_PART.findall(words_text(text))))
+
+
+def redis_expression(query: str, field: str) -> str | None:
+    """A Query Engine clause on ``field`` (``stems``) ORing the stems of the query's word
+    parts, escaped (None when nothing is left). Compounds are looked up apart (``idents``)."""
+    parts = [t for t in query_terms(query) if _PART.fullmatch(t)]
+    stems = list(dict.fromkeys(_stems(parts)))
+    if not stems:
+        return None
+    return f"@{field}:(" + " | ".join(_redis_escape(p) for p in stems) + ")"
+
+
+def _stems(words: list[str]) -> list[str]:
+    plain = [
+        "".join(c for c in unicodedata.normalize("NFKD", w.lower()) if not unicodedata.combining(c))
+        for w in words
+    ]
+    return [s for s in _PORTER.stemWords(plain) if s]
+
+
+def _fts5_string(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _redis_escape(part: str) -> str:
+    """Backslash every character the Query Engine could read as syntax."""
+    return re.sub(r"([^\w])", r"\\\1", part)

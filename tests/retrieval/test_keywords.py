@@ -1,0 +1,63 @@
+"""Keyword queries and columns: words split and stemmed, identifiers whole, nothing a user
+types can change the query's meaning."""
+
+from __future__ import annotations
+
+from holodeck.vectorstore.keywords import (
+    MAX_TERMS,
+    fts5_expression,
+    idents_text,
+    query_identifiers,
+    query_terms,
+    redis_expression,
+    stems_text,
+    words_text,
+)
+
+
+def test_a_chunk_is_indexed_by_split_words_and_whole_identifiers() -> None:
+    text = "Set max_retries via os.path.join; run `git merge --no-ff`; see v2.3.1 and E1234."
+    assert words_text(text) == (
+        "Set max retries via os path join; run `git merge   no ff`; see v2 3 1 and E1234 "
+    )
+    assert idents_text(text) == ["max_retries", "os.path.join", "--no-ff", "v2.3.1"]
+
+
+def test_query_terms_hold_each_compound_and_its_parts_once_without_stopwords() -> None:
+    assert query_terms("what is the PURPLE-OTTER flag of purple things?") == [
+        "what",
+        "PURPLE-OTTER",
+        "PURPLE",
+        "OTTER",
+        "flag",
+        "things",
+    ]
+    assert fts5_expression('say "max_retries"') == ('"say" OR "max_retries" OR "max" OR "retries"')
+
+
+def test_only_code_like_compounds_are_identifiers() -> None:
+    query = "two-dimensional flow, i.e. E1234 in os.path.join --no-ff or PURPLE-OTTER x-y"
+    assert query_identifiers(query) == ["os.path.join", "--no-ff", "PURPLE-OTTER"]
+    assert query_identifiers("what does error E1234 mean") == []  # not a compound: a word
+
+
+def test_queries_with_nothing_searchable_send_nothing() -> None:
+    for query in ("", "   ", "*", "|", "- - --", "the of and", '"', "@:{}"):
+        assert fts5_expression(query) is None, query
+        assert redis_expression(query, "words") is None, query
+
+
+def test_long_queries_are_capped() -> None:
+    assert len(query_terms(" ".join(f"w{i}" for i in range(500)))) == MAX_TERMS
+    assert query_terms("x" * 100_000) == []
+    # pasted blobs: a quadratic pattern would not return here (the suite's timeout fails it)
+    assert idents_text("a-" * 200_000) and query_identifiers("a-" * 50_000 + "B") == []
+
+
+def test_redis_asks_the_stems_of_word_parts_escaped() -> None:
+    assert redis_expression("PURPLE-OTTER os.path.join max_retries", "stems") == (
+        "@stems:(purpl | otter | o | path | join | max | retri)"
+    )
+    assert redis_expression("@tenant_id:{*} | secret", "stems") == "@stems:(tenant | id | secret)"
+    assert redis_expression("naïve cafés", "stems") == "@stems:(naiv | cafe)"
+    assert stems_text("Retries failed; the naïve\nretry") == "retri fail the naiv retri"

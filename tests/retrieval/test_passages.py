@@ -1,0 +1,85 @@
+"""Passages: which chunks of an answer merge, how their text and locations join."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from holodeck.retrieval.passages import MAX_CHUNKS, Scored, merge, merge_locations
+from holodeck.vectorstore.records import ChunkRecord
+
+
+def chunk(doc: str, index: int, text: str, score: float, location: str = "") -> Scored:
+    record = ChunkRecord(
+        chunk_id=f"{doc}#{index}",
+        tenant_id="t",
+        library_id="kb",
+        book_id=".",
+        doc_id=doc,
+        chunk_index=index,
+        content=text,
+        vector=np.zeros(3, dtype=np.float32),
+        embedding_model="m",
+        source_path=doc,
+        mtime=0.0,
+        content_hash="h",
+        token_count=3,
+        location=location,
+    )
+    return Scored(record, score, score)
+
+
+def test_adjacent_chunks_of_one_document_merge_with_the_overlap_said_once() -> None:
+    overlap = "the shared sentence at the seam of two chunks."
+    first = chunk("a.md", 4, "Opening words. " + overlap, 0.9, "lines 10-20")
+    second = chunk("a.md", 5, overlap + " Closing words.", 0.7, "lines 19-30")
+    other = chunk("b.md", 5, "Elsewhere.", 0.8)
+    passages = merge([first, other, second], k=5)
+    assert [p.best.record.doc_id for p in passages] == ["a.md", "b.md"]
+    assert passages[0].score == 0.9
+    assert passages[0].content == "Opening words. " + overlap + " Closing words."
+    assert passages[0].location == "lines 10-30"
+
+
+def test_top_k_counts_passages_and_later_chunks_still_join_them() -> None:
+    ranked = [chunk("a.md", 1, "a1", 0.9), chunk("b.md", 7, "b7", 0.8)]
+    ranked += [chunk("c.md", 3, "c3", 0.7), chunk("a.md", 2, "a2", 0.6)]
+    passages = merge(ranked, k=2)
+    assert [(p.first, p.last, p.best.record.doc_id) for p in passages] == [
+        (1, 2, "a.md"),
+        (7, 7, "b.md"),
+    ]
+
+
+def test_passages_never_touch_and_never_grow_past_the_cap() -> None:
+    ranked = [chunk("a.md", i, f"a{i}", 1.0 - i / 100) for i in (0, 1, 3, 4, 2, 5, 6, 7)]
+    passages = merge(ranked, k=10)
+    spans = sorted((p.first, p.last) for p in passages)
+    assert all(hi - lo + 1 <= MAX_CHUNKS for lo, hi in spans)
+    assert all(b[0] > a[1] + 1 for a, b in itertools.pairwise(spans))
+
+
+def test_no_false_overlap_at_a_seam() -> None:
+    passages = merge([chunk("a.md", 0, "ends with a.", 0.9), chunk("a.md", 1, "a. starts", 0.8)], 5)
+    assert passages[0].content == "ends with a.\n\na. starts"
+
+
+def test_locations_join_where_they_are_one_kind() -> None:
+    assert merge_locations(["page 3", "page 4"]) == "pages 3-4"
+    assert merge_locations(["pages 3-4", "page 4"]) == "pages 3-4"
+    assert merge_locations(["rows 2-40", "rows 38-80"]) == "rows 2-80"
+    assert merge_locations(["lines 5-9", ""]) == "lines 5-9"
+    assert merge_locations(["slide 3", "sheet Budget"]) == "slide 3"
+    assert merge_locations(["", ""]) == ""
+
+
+def test_a_long_passage_is_cut_to_the_chunk_bound_around_its_best_chunk() -> None:
+    left = chunk("a.md", 0, "alpha " * 100 + "shared seam of the two chunks here", 0.5)
+    best = chunk("a.md", 1, "shared seam of the two chunks here " + "omega " * 100, 0.9)
+    passage = merge([best, left], k=1)[0]
+    assert len(passage.content) > 600
+    cut = passage.text_within(400)
+    assert len(cut) <= 400
+    assert "shared seam" in cut and cut.count("omega") > cut.count("alpha")
+    assert passage.text_within(10_000) == passage.content
