@@ -1,24 +1,24 @@
-"""Progress display for ingestion: a rich bar per tool on a terminal, plain lines otherwise."""
+"""Progress display for ingestion: a rich bar per tool on a terminal, plain lines otherwise.
+
+Both count tokens, the unit the model's time follows (``holodeck.ingest.status``), so they
+move inside a big file and the time left is worth reading.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 import click
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.console import RenderableType
+from rich.progress import BarColumn, TaskID, TaskProgressColumn, TextColumn
 from rich.progress import Progress as RichProgress
+from rich.text import Text
 
 from holodeck.console import make_console
-from holodeck.ingest.pipeline import Progress
+from holodeck.ingest.status import IngestStatus, Progress
 from holodeck.redact import redact_url
 from holodeck.tools.initialize import initialize_tools
 from holodeck.tools.vectorstore_tool import VectorStoreTool
@@ -30,15 +30,21 @@ def ingest_tools(
     quiet: bool,
     show_summary: bool = True,
     wait: bool = True,
+    only_work: bool = False,
 ) -> None:
     """Initialize each tool with a progress display; its one-line summary goes to stderr.
 
     Readers (search, chat, test) pass ``wait=False``: they never wait for another ingest.
+    ``only_work`` (search) shows the summary only when files were ingested or removed, so
+    a run with nothing to do prints nothing.
     """
 
     def done(tool: VectorStoreTool) -> None:
-        if show_summary and not quiet and tool.summary:
-            click.echo(tool.summary_line(), err=True)
+        if not show_summary or quiet or not tool.summary:
+            return
+        if only_work and not tool.summary.did_work:
+            return
+        click.echo(tool.summary_line(), err=True)
 
     initialize_tools(tools, force, lambda name: ingest_progress(name, quiet), done, wait)
 
@@ -93,51 +99,151 @@ class WatchReport:
 
 @contextmanager
 def ingest_progress(tool: str, quiet: bool = False) -> Iterator[Progress]:
-    """Callbacks that draw ``tool``'s progress on stderr while the block runs."""
+    """Callbacks that draw ``tool``'s progress on stderr while the block runs.
+
+    Nothing is drawn until the model starts on the first chunks (``status.current`` is
+    set): a run with nothing to embed (nothing changed, or only a file that fails again)
+    shows nothing at all.
+    """
     if quiet:
         yield Progress()
         return
-    if not sys.stderr.isatty():
-        yield _plain(tool)
-        return
-    console = make_console(stderr=True)
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("files · {task.fields[chunks]} chunks embedded"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
+    display = _Bar(tool) if sys.stderr.isatty() else _Lines(tool)
+    try:
+        yield Progress(start=display.start, update=display.update)
+    finally:
+        display.close()
+
+
+class _Bar:
+    """A rich bar over the tokens to embed: files, chunks and tokens done and the time left
+    on one line, the file being embedded on the next (80 columns hold both)."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        self.clock = _Clock()
+        self.bar: _TwoLineProgress | None = None
+        self.task: TaskID | None = None
+
+    def start(self, files: int, todo: int) -> None:
+        pass
+
+    def update(self, status: IngestStatus) -> None:
+        if self.bar is None or self.task is None:
+            if not status.current:
+                return
+            self.bar = _TwoLineProgress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(bar_width=12),
+                TaskProgressColumn(),
+                TextColumn("{task.fields[counts]}", markup=False),
+                console=make_console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.tool, total=None, counts="")
+        self.bar.current = f"  embedding {status.current}"
+        left = self.clock.left(status)
+        self.bar.update(
+            self.task,
+            total=max(status.tokens_total, status.tokens_embedded, 1),
+            completed=status.tokens_embedded,
+            counts=_counts(status) + (f" · {left} left" if left else ""),
+        )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+class _TwoLineProgress(RichProgress):
+    """rich's Progress with a second line under the bars: the file being embedded."""
+
+    current = ""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        if self.current:
+            yield Text(self.current, no_wrap=True, overflow="ellipsis")
+
+
+class _Lines:
+    """Plain lines for logs and CI: one when the model starts, then one at every tenth of
+    the tokens or every ``EVERY`` seconds, whichever comes first."""
+
+    EVERY = 30.0
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        self.clock = _Clock()
+        self.files = 0
+        self.last = 0.0
+        self.next_tenth = 1
+        self.shown = False
+
+    def start(self, files: int, todo: int) -> None:
+        self.files = files
+
+    def update(self, status: IngestStatus) -> None:
+        left = self.clock.left(status)
+        if not self.shown:
+            if not status.current:
+                return
+            self.shown = True
+            self.last = time.monotonic()
+            click.echo(f"{self.tool}: {self.files} files, {status.files_todo} to ingest", err=True)
+        now = time.monotonic()
+        total = max(status.tokens_total, status.tokens_embedded, 1)
+        tenth = status.tokens_embedded * 10 // total
+        if tenth < self.next_tenth and now - self.last < self.EVERY:
+            return
+        if tenth >= 10 and status.files_done < status.files_todo:
+            return  # all embedded: the last line waits for the files to be stored
+        self.next_tenth = tenth + 1
+        self.last = now
+        parts = [f"{self.tool}: {100 * status.tokens_embedded // total}%", _counts(status)]
+        if left:
+            parts.append(f"{left} left")
+        parts.append(status.current)
+        click.echo(" · ".join(parts), err=True)
+
+    def close(self) -> None:
+        pass
+
+
+class _Clock:
+    """The time left, from the tokens embedded since the model started and the rate so far
+    (steadier than a rate over the last few calls: calls differ in length)."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+
+    def left(self, status: IngestStatus) -> str:
+        """``0:03:10``, or "" until the rate is known or once every token is embedded."""
+        if self.started is None:
+            if status.current:
+                self.started = time.monotonic()
+            return ""
+        done, total = status.tokens_embedded, status.tokens_total
+        if not 0 < done < total:
+            return ""
+        whole = int((time.monotonic() - self.started) * (total - done) / done)
+        return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def _counts(status: IngestStatus) -> str:
+    """``3/12 files · 1,024 chunks · 260k/742k tokens``."""
+    tokens = max(status.tokens_total, status.tokens_embedded)
+    return (
+        f"{status.files_done}/{status.files_todo} files · {status.chunks_embedded:,} chunks · "
+        f"{_short(status.tokens_embedded)}/{_short(tokens)} tokens"
     )
-    with RichProgress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(tool, total=None, chunks=0)
-        state = {"chunks": 0}
-
-        def start(files: int, todo: int) -> None:
-            bar.update(task, total=todo)
-
-        def advance(rel_path: str) -> None:
-            bar.advance(task)
-
-        def embedded(n: int) -> None:
-            state["chunks"] += n
-            bar.update(task, chunks=state["chunks"])
-
-        yield Progress(start=start, advance=advance, embedded=embedded)
 
 
-def _plain(tool: str) -> Progress:
-    """One line when work starts and one every 10 % of the files, for logs and CI."""
-    state = {"todo": 0, "done": 0, "step": 1}
-
-    def start(files: int, todo: int) -> None:
-        state.update(todo=todo, done=0, step=max(1, todo // 10))
-        if todo:
-            click.echo(f"{tool}: {files} files, {todo} to ingest", err=True)
-
-    def advance(rel_path: str) -> None:
-        state["done"] += 1
-        if state["done"] % state["step"] == 0 or state["done"] == state["todo"]:
-            click.echo(f"{tool}: {state['done']}/{state['todo']} files", err=True)
-
-    return Progress(start=start, advance=advance)
+def _short(n: int) -> str:
+    """A count as a reader skims it: 950, 12.3k, 4.1M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k" if n < 10_000 else f"{n // 1000}k"
+    return f"{n / 1_000_000:.1f}M"

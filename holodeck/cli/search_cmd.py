@@ -37,6 +37,12 @@ from holodeck.vectorstore.records import ChunkFilters
 @click.option("--tag", "tags", multiple=True, help="Only chunks with this front-matter tag.")
 @click.option("--language", default=None, help="Only chunks in this language.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with ranks, scores and ids.")
+@click.option(
+    "--no-ingest",
+    "no_ingest",
+    is_flag=True,
+    help="Search what is indexed now; do not ingest changed files first.",
+)
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -50,8 +56,10 @@ def search(
     tags: tuple[str, ...],
     language: str | None,
     as_json: bool,
+    no_ingest: bool,
 ) -> None:
-    """Search the knowledge bases (ingesting whatever changed first)."""
+    """Search the knowledge bases (ingesting whatever changed first, with its progress on
+    stderr; --no-ingest searches what is indexed now)."""
     try:
         query = clean_query(query)
     except ValueError as exc:
@@ -62,10 +70,19 @@ def search(
         raise click.UsageError(f"{project.agent_path.name} has no vectorstore tools to search")
     filters = ChunkFilters(book_ids=list(books) or None, tags=list(tags) or None, language=language)
     try:
-        # Search keeps the index in step quietly: skipped-file warnings belong to `ingest`.
-        if not ctx.obj.get("verbose"):
-            logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
-        ingest_tools(tools, force=False, quiet=True, wait=False)
+        if no_ingest:
+            for tool in tools:
+                if not tool.document_count:
+                    click.echo(
+                        f"Warning: {tool.name}: nothing is indexed yet; run `holodeck ingest`",
+                        err=True,
+                    )
+        else:
+            # Work shows (progress, then the summary line, on stderr); skipped-file
+            # warnings belong to `ingest`.
+            if not ctx.obj.get("verbose"):
+                logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
+            ingest_tools(tools, False, bool(ctx.obj.get("quiet")), wait=False, only_work=True)
         output: list[dict[str, object]] = []
         texts: list[str] = []
         for tool in tools:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
-from holodeck.ingest.pipeline import Progress
+from holodeck.ingest.status import Progress
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 #: Makes the progress callbacks of one tool's ingest, given the tool's name.

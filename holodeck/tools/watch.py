@@ -23,7 +23,7 @@ from pathlib import Path
 
 from watchfiles import Change, DefaultFilter, watch
 
-from holodeck.ingest.pipeline import Progress
+from holodeck.ingest.status import IngestStatus, Progress
 from holodeck.tools.initialize import ProgressFactory, initialize_tools
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
@@ -137,7 +137,8 @@ def run_pass(
 
 
 def _stoppable(progress: ProgressFactory | None, stop: threading.Event) -> ProgressFactory:
-    """The caller's progress display, plus a check of ``stop`` after every stored file."""
+    """The caller's progress display, plus a check of ``stop`` after every stored file
+    and every embedding call (a big file stops between its slices)."""
 
     @contextmanager
     def factory(name: str) -> Iterator[Progress]:
@@ -148,7 +149,12 @@ def _stoppable(progress: ProgressFactory | None, stop: threading.Event) -> Progr
                 if stop.is_set():
                     raise WatchStopped
 
-            yield Progress(start=shown.start, advance=advance, embedded=shown.embedded)
+            def update(status: IngestStatus) -> None:
+                shown.update(status)
+                if stop.is_set():
+                    raise WatchStopped
+
+            yield Progress(start=shown.start, advance=advance, update=update)
 
     return factory
 

@@ -112,6 +112,25 @@ class VectorStore:
             self._check(tenant_id, records)
         return self.adapter.replace_document(tenant_id, library_id, doc_id, records, state)
 
+    def append_to_document(
+        self,
+        tenant_id: str,
+        library_id: str,
+        doc_id: str,
+        records: Sequence[ChunkRecord],
+        state: DocState | None,
+    ) -> None:
+        """Add a later slice of a document written in slices; its earlier slices stay.
+
+        A big file is stored slice by slice so a crash loses at most one slice: the first
+        goes through ``write_document`` without a state (the old chunks go), later ones come
+        here, and the last brings ``state``. Until then the document has no state, so a run
+        after a crash redoes it, reusing the vectors of the slices already stored.
+        """
+        if records:
+            self._check(tenant_id, records)
+        self.adapter.append_to_document(tenant_id, library_id, doc_id, records, state)
+
     def remove_document(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         """Take a document out: its state and chunks go together. Returns chunks removed."""
         return self.adapter.replace_document(tenant_id, library_id, doc_id, [], None)

@@ -185,8 +185,8 @@ def _index_contents(folder: Path) -> tuple[dict, dict]:
 def test_kill_9_mid_ingest_then_rerun_equals_a_clean_run(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     write(project / "agent.yaml", AGENT)
-    for i in range(24):
-        write(project / "docs" / f"part{i:02d}.md", long_text(f"topic{i}", 6))
+    for i in range(24):  # 480 chunks: two embedding windows, so a kill lands between them
+        write(project / "docs" / f"part{i:02d}.md", long_text(f"topic{i}", 40))
     clean = tmp_path / "clean"
     shutil.copytree(project, clean)
 

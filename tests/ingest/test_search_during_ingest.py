@@ -26,7 +26,7 @@ tools:
     source: docs
 test_cases:
   - name: finds-a-committed-file
-    input: Which station does the crane of topic 0 report to?
+    input: Which crane reports to the lighthouse station on the northern breakwater?
     expected_sources: [docs/note000.md]
 """
 
@@ -45,10 +45,14 @@ def test_readers_answer_from_what_is_committed_while_an_ingest_runs(tmp_path: Pa
     project = tmp_path / "proj"
     write(project / "agent.yaml", AGENT)
     for i in range(300):  # minutes of embedding: the ingest outlives the readers below
-        paragraphs = [
-            f"The crane of topic {i} reports to station {i * 7} every {i % 5 + 1} hours; "
-            f"its operator logs the load in journal {i * 13}."
-        ] + [
+        first = (  # one note stands out, however many are committed when the readers ask
+            "The crane of topic 0 is the only one that reports to the lighthouse station on "
+            "the northern breakwater, every morning before the ferries leave."
+            if i == 0
+            else f"The crane of topic {i} reports to station {i * 7} every {i % 5 + 1} "
+            f"hours; its operator logs the load in journal {i * 13}."
+        )
+        paragraphs = [first] + [
             f"Section {j} of note {i}: the winch {j} on deck {i} is greased weekly, its cable "
             f"{j * i} is inspected for frayed strands, and the brake pads {j + i} are measured "
             f"against the limits in the manual before the shift {j} begins at pier {i + j}."
@@ -72,8 +76,8 @@ def test_readers_answer_from_what_is_committed_while_an_ingest_runs(tmp_path: Pa
 
         with ThreadPoolExecutor() as pool:  # all at once, as several users would
             runs = [
-                pool.submit(run_holodeck, "search", "crane of topic 0", "--json", cwd=project),
-                pool.submit(run_holodeck, "chat", cwd=project, stdin="crane of topic 0\n"),
+                pool.submit(run_holodeck, "search", "lighthouse crane", "--json", cwd=project),
+                pool.submit(run_holodeck, "chat", cwd=project, stdin="lighthouse crane\n"),
                 pool.submit(run_holodeck, "test", cwd=project),
                 pool.submit(
                     run_holodeck, "ingest", cwd=project, env={"HOLODECK_LOCK_TIMEOUT": "1"}

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from cli_helpers import run_holodeck, write
 
-import holodeck.ingest.pipeline as pipeline
+import holodeck.ingest.prefetch as prefetch
 from holodeck.config.loader import load_project
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.convert import ConversionError, convert
@@ -70,7 +70,7 @@ def all_content(tool: VectorStoreTool) -> str:
 def test_a_file_swapped_for_a_link_after_discovery_is_never_read(
     project: Path, tool: VectorStoreTool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_convert = pipeline.convert
+    real_convert = prefetch.convert
 
     def swap_then_convert(file: SourceFile) -> object:
         if file.rel_path == "notes.txt":  # discovered as a plain file; now it is a link
@@ -78,7 +78,7 @@ def test_a_file_swapped_for_a_link_after_discovery_is_never_read(
             file.path.symlink_to(project.parent / "passwd")
         return real_convert(file)
 
-    monkeypatch.setattr(pipeline, "convert", swap_then_convert)
+    monkeypatch.setattr(prefetch, "convert", swap_then_convert)
     tool.initialize_sync()
 
     assert tool.summary is not None

@@ -63,6 +63,18 @@ class IndexAdapter(Protocol):
         """
         ...
 
+    def append_to_document(
+        self,
+        tenant_id: str,
+        library_id: str,
+        doc_id: str,
+        records: Sequence[ChunkRecord],
+        state: DocState | None,
+    ) -> None:
+        """Add ``records`` (a later slice of ``doc_id``) without removing any chunk; then
+        record ``state`` when given. In one transaction where the backend has them."""
+        ...
+
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:

@@ -248,6 +248,22 @@ class RedisIndexAdapter:
             self.set_doc_state(tenant_id, library_id, state)
         return removed
 
+    def append_to_document(
+        self,
+        tenant_id: str,
+        library_id: str,
+        doc_id: str,
+        records: Sequence[ChunkRecord],
+        state: DocState | None,
+    ) -> None:
+        """New chunks in, then the state: a crash before the state leaves the document
+        without one, which the next ingest redoes (reusing these vectors)."""
+        rows = [_to_hash(rec) for rec in records]  # refuse bad ids before anything changes
+        if rows:
+            self._write_rows(rows)
+        if state is not None:
+            self.set_doc_state(tenant_id, library_id, state)
+
     def _write_rows(self, rows: list[dict[str, Any]]) -> None:
         index = self._require()
         with self._guard():

@@ -171,6 +171,22 @@ class SqliteIndexAdapter:
                 self._set_state(db, lib, state)
             return removed
 
+    def append_to_document(
+        self,
+        tenant_id: str,
+        library_id: str,
+        doc_id: str,
+        records: Sequence[ChunkRecord],
+        state: DocState | None,
+    ) -> None:
+        """In one transaction: ``records`` (a later slice of ``doc_id``) in, then ``state``."""
+        with self._writing() as db:
+            lib = self._lib(db, tenant_id, library_id, create=True)
+            assert lib is not None
+            self._insert(db, records)
+            if state is not None:
+                self._set_state(db, lib, state)
+
     def _insert(self, db: sqlite3.Connection, records: Sequence[ChunkRecord]) -> None:
         """Insert or replace by chunk id (a replaced chunk gets a new row id)."""
         libs: dict[tuple[str, str], int] = {}

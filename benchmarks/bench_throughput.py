@@ -1,0 +1,197 @@
+"""Cold ingest of real files against the raw embedder and Chroma's ``add``, same model.
+
+The embedding model is nearly all of an ingest, so the question is how close holodeck gets
+to the model alone, and whether a peer does better. On a mixed subset of the real
+documentation corpus (``shared/tools/build-docs-corpus.sh``: PDFs, Markdown, text), each
+round measures, one after the other on the same machine:
+
+- holodeck: a cold ``VectorStoreTool.initialize_sync`` (the code of ``holodeck ingest``) on
+  a fresh copy of the files: discovery, conversion, chunking, embedding, the local index;
+- before (``--before SRC``): the same with the holodeck package found in SRC (an older
+  checkout, e.g. ``git archive <commit> holodeck | tar -x -C SRC``), in a subprocess;
+- raw: ``LocalOnnxEmbedder.embed`` alone on the very chunk texts holodeck stored, in one
+  call (sorted by length over all of them: the least padding there can be);
+- chroma: a Chroma collection whose embedding function is the same embedder (so both pay
+  the same model), ``add`` of the same chunk texts with ids and metadata: one call per file
+  (as a loop over a folder goes) and in batches of 5,000 (Chroma's best case); run by
+  ``peers_throughput.py`` in the peers' environment (``peers.sh``).
+
+The model is loaded and warmed before each clock starts. Ratios are taken within a round
+(the machine's load moves between rounds); rounds rotate the order. Usage:
+
+    python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)]
+        [--before SRC] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import make_project
+
+HERE = Path(__file__).resolve().parent
+
+
+def pick(corpus: Path, kind: str, count: int, max_bytes: int) -> list[Path]:
+    """``count`` files of one kind spread evenly over the corpus's sorted paths."""
+    files = sorted(
+        p for p in corpus.rglob(f"*.{kind}") if 0 < p.stat().st_size <= max_bytes and p.is_file()
+    )
+    step = len(files) / count
+    return [files[int(i * step)] for i in range(min(count, len(files)))]
+
+
+def subset(corpus: Path, pdf: int, md: int, txt: int) -> list[Path]:
+    """The mixed subset: PDFs up to 250 KB, Markdown up to 60 KB, text up to 40 KB (keeps a
+    round to minutes while mixing manuals, API pages and man pages)."""
+    return (
+        pick(corpus, "pdf", pdf, 250_000)
+        + pick(corpus, "md", md, 60_000)
+        + pick(corpus, "txt", txt, 40_000)
+    )
+
+
+def holodeck_round(corpus: Path, files: list[Path]) -> dict[str, Any]:
+    """A cold ingest of a fresh copy of ``files``; returns timings and the stored chunks."""
+    root, tool = make_project({})
+    for path in files:
+        target = root / "docs" / path.relative_to(corpus)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    embedder = tool.embedder
+    embedder.embed(["load the model before the clock starts"])
+    model_s = [0.0]
+    embed = embedder.embed
+
+    def timed_embed(texts: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return embed(texts)
+        finally:
+            model_s[0] += time.perf_counter() - t0
+
+    embedder.embed = timed_embed  # type: ignore[method-assign]
+    started = time.perf_counter()
+    tool.initialize_sync()
+    seconds = time.perf_counter() - started
+    embedder.embed = embed  # type: ignore[method-assign]
+    summary = tool.summary
+    assert summary is not None
+    store = tool.store
+    tenant = tool.project.tenant_id
+    chunks = [
+        (rec.chunk_id, rec.content, rec.doc_id)
+        for doc in sorted(store.doc_ids(tenant, tool.name))
+        for rec in store.doc_chunks(tenant, tool.name, doc)
+    ]
+    tool.close()
+    shutil.rmtree(root)
+    return {
+        "seconds": seconds,
+        "model_s": model_s[0],
+        "files": summary.new,
+        "skipped": summary.skipped + summary.failed,
+        "chunks": chunks,
+        "tokens": sum(embedder.tokens.count(text) for _, text, _ in chunks),
+        "embedder": embedder,
+    }
+
+
+def raw_round(embedder: Any, texts: list[str]) -> float:
+    """The embedder alone on ``texts``, one call."""
+    started = time.perf_counter()
+    embedder.embed(texts)
+    return time.perf_counter() - started
+
+
+def chroma_round(peers: str, chunks: list[tuple[str, str, str]]) -> dict[str, float]:
+    """Chroma's ``add`` of the chunks through the same model, in the peers' environment."""
+    with tempfile.TemporaryDirectory(prefix="bench-chroma-") as work:
+        rows = Path(work) / "rows.json"
+        rows.write_text(json.dumps(chunks))
+        out = subprocess.run(
+            [peers, str(HERE / "peers_throughput.py"), str(rows), "per_file,batched"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def before_round(src: Path, corpus: Path, files: list[Path]) -> float:
+    """The older holodeck in ``src``: a cold ingest of the same files, in a subprocess."""
+    with tempfile.TemporaryDirectory(prefix="bench-before-") as work:
+        listing = Path(work) / "files.json"
+        listing.write_text(json.dumps([str(p) for p in files]))
+        env = dict(os.environ, PYTHONPATH=str(src))
+        out = subprocess.run(
+            [sys.executable, __file__, str(corpus), "--holodeck-only", str(listing)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--peers", help="python of benchmarks/peers.sh (adds Chroma)")
+    parser.add_argument("--before", type=Path, help="an older holodeck package's parent")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pdf", type=int, default=30)
+    parser.add_argument("--md", type=int, default=30)
+    parser.add_argument("--txt", type=int, default=90)
+    parser.add_argument("--holodeck-only", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.holodeck_only:  # the --before subprocess
+        listed = [Path(p) for p in json.loads(args.holodeck_only.read_text())]
+        ran = holodeck_round(args.corpus, listed)
+        print(json.dumps({"seconds": ran["seconds"]}))
+        return
+    files = subset(args.corpus, args.pdf, args.md, args.txt)
+    rounds: list[dict[str, float]] = []
+    shape: dict[str, Any] = {}
+    for r in range(args.rounds):
+        measured: dict[str, float] = {}
+        ran = holodeck_round(args.corpus, files)
+        texts = [text for _, text, _ in ran["chunks"]]
+        shape = {
+            "files": len(files),
+            "ingested": ran["files"],
+            "skipped": ran["skipped"],
+            "chunks": len(texts),
+            "tokens": ran["tokens"],
+        }
+        measured["holodeck_s"] = ran["seconds"]
+        measured["holodeck_model_s"] = ran["model_s"]
+        others = ["raw"] + (["chroma"] if args.peers else []) + (["before"] if args.before else [])
+        for name in others[r % len(others) :] + others[: r % len(others)]:
+            if name == "raw":
+                measured["raw_s"] = raw_round(ran["embedder"], texts)
+            elif name == "chroma":
+                measured.update(chroma_round(args.peers, ran["chunks"]))
+            else:
+                measured["before_s"] = before_round(args.before, args.corpus, files)
+        for key in [k for k in measured if k.endswith("_s") and k != "holodeck_model_s"]:
+            if key != "holodeck_s":
+                measured[f"{key[:-2]}_over_holodeck"] = measured[key] / measured["holodeck_s"]
+        rounds.append({k: round(v, 3) for k, v in measured.items()})
+        print(json.dumps({"round": r + 1, **rounds[-1]}), flush=True)
+    medians = {k: round(statistics.median(x[k] for x in rounds), 3) for k in rounds[0]}
+    print(json.dumps({**shape, "median": medians}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Progress that moves inside a big file, and a crash inside one that costs one slice.
+
+A big file is embedded and stored in slices (one embedding window each), so the display
+moves with every embedding call and a kill -9 in the middle loses one slice, not the file.
+Real files, the real local model; the kill is a real SIGKILL of the real CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cli_helpers import run_holodeck, write
+
+from holodeck.config.loader import load_project
+from holodeck.ingest.pipeline import EMBED_WINDOW
+from holodeck.ingest.status import IngestStatus, Progress
+from holodeck.tools.vectorstore_tool import build_tools
+from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+
+AGENT = """
+name: progress-test
+tools:
+  - type: vectorstore
+    name: kb
+    source: docs
+    chunk_size: 128
+    chunk_overlap: 16
+"""
+
+WORDS = [
+    "valve",
+    "pump",
+    "gauge",
+    "relay",
+    "filter",
+    "boiler",
+    "turbine",
+    "sensor",
+    "cable",
+    "winch",
+    "crane",
+    "hatch",
+]
+
+
+def manual(sections: int) -> str:
+    """A long manual of distinct sections of ~77 tokens: one chunk each at 128 tokens."""
+    return "\n\n".join(
+        f"Section {i}. The {WORDS[i % 12]} of bay {i} is inspected every {i % 9 + 2} days; "
+        f"its log book {i * 7} records the pressure, the load and the crew on duty. "
+        f"When reading {i * 3} exceeds the limit of chart {i % 17}, the {WORDS[(i + 5) % 12]} "
+        f"team closes line {i * 11} and reports to the harbour office before shift {i % 4}."
+        for i in range(sections)
+    )
+
+
+def test_progress_moves_and_slices_are_stored_within_one_large_file(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    write(project / "agent.yaml", AGENT)
+    write(project / "docs" / "manual.md", manual(600))  # about 600 chunks: three windows
+    write(project / "docs" / "small.txt", "The spare keys hang in the office.\n")
+    (tool,) = build_tools(load_project(project / "agent.yaml"))
+    seen: list[tuple[IngestStatus, int]] = []  # each update, with the chunks stored by then
+    finished: list[str] = []
+
+    def update(status: IngestStatus) -> None:
+        seen.append((status, tool.document_count))
+
+    try:
+        tool.initialize_sync(progress=Progress(advance=finished.append, update=update))
+        total = tool.document_count
+    finally:
+        tool.close()
+
+    assert sorted(finished) == ["manual.md", "small.txt"]
+    before_manual = [(s, stored) for s, stored in seen if s.files_done < 2]
+    inside = [(s, stored) for s, stored in before_manual if "manual.md" in s.current]
+    # the display moved many times while the big file was embedding
+    tokens = [s.tokens_embedded for s, _ in inside]
+    assert len(set(tokens)) >= 6 and tokens == sorted(tokens)
+    assert tokens[0] == 0  # shown as the model starts on it, not only after
+    assert all(s.tokens_total >= s.tokens_embedded for s, _ in inside)
+    # and its slices were committed along the way, not all at the end
+    stored = sorted({n for _, n in inside})
+    assert len([n for n in stored if 0 < n < total]) >= 2
+    assert min(n for n in stored if n > 0) <= EMBED_WINDOW + 1
+    last = seen[-1][0]
+    assert last.files_done == last.files_todo == 2
+    assert last.tokens_embedded == last.tokens_total  # the estimate ends exact
+    assert last.chunks_embedded == total
+
+
+def _stored_chunks(folder: Path, doc_id: str) -> tuple[int, bool]:
+    """Chunks of ``doc_id`` committed so far, and whether the document has its state."""
+    if not (folder / "index.db").exists():
+        return 0, False
+    index = LocalIndexAdapter(folder)
+    try:
+        chunks = len(index.get_doc_chunks("progress-test", "kb", doc_id))
+        return chunks, doc_id in index.doc_states("progress-test", "kb")
+    finally:
+        index.close()
+
+
+def test_kill_9_inside_a_big_file_then_the_rerun_reuses_its_stored_slices(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "proj"
+    write(project / "agent.yaml", AGENT)
+    write(project / "docs" / "manual.md", manual(700))
+    env = dict(os.environ, HOME=str(tmp_path / "home"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "holodeck", "ingest"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    folder = project / ".holodeck" / "index" / "kb"
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if _stored_chunks(folder, "manual.md")[0]:
+                break  # its first slice is committed, the rest not yet
+            time.sleep(0.05)
+        assert proc.poll() is None, "the ingest finished before it could be killed"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    committed, has_state = _stored_chunks(folder, "manual.md")
+    assert committed > 0 and not has_state  # cut short inside the file
+
+    rerun = run_holodeck("ingest", "--json", cwd=project)
+    assert rerun.returncode == 0, rerun.stderr
+    summary = json.loads(rerun.stdout)["tools"][0]
+    total = summary["chunks_total"]
+    assert summary["new"] == 1  # a document without state is redone...
+    assert summary["chunks_reused"] == committed  # ...keeping every vector stored before
+    assert 0 < summary["chunks_embedded"] == total - committed
+    assert _stored_chunks(folder, "manual.md") == (total, True)
+    index = LocalIndexAdapter(folder)
+    try:
+        chunks = index.get_doc_chunks("progress-test", "kb", "manual.md")
+    finally:
+        index.close()
+    assert [c.chunk_index for c in chunks] == list(range(total))
+    assert "Section 699." in chunks[-1].content
