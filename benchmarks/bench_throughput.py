@@ -7,8 +7,6 @@ round measures, one after the other on the same machine:
 
 - holodeck: a cold ``VectorStoreTool.initialize_sync`` (the code of ``holodeck ingest``) on
   a fresh copy of the files: discovery, conversion, chunking, embedding, the local index;
-- before (``--before SRC``): the same with the holodeck package found in SRC (an older
-  checkout, e.g. ``git archive <commit> holodeck | tar -x -C SRC``), in a subprocess;
 - raw: ``LocalOnnxEmbedder.embed`` alone on the very chunk texts holodeck stored, in one
   call (sorted by length over all of them: the least padding there can be);
 - chroma: a Chroma collection whose embedding function is the same embedder (so both pay
@@ -19,19 +17,16 @@ round measures, one after the other on the same machine:
 The model is loaded and warmed before each clock starts. Ratios are taken within a round
 (the machine's load moves between rounds); rounds rotate the order. Usage:
 
-    python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)]
-        [--before SRC] [--rounds 3]
+    python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -128,38 +123,15 @@ def chroma_round(peers: str, chunks: list[tuple[str, str, str]]) -> dict[str, fl
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def before_round(src: Path, corpus: Path, files: list[Path]) -> float:
-    """The older holodeck in ``src``: a cold ingest of the same files, in a subprocess."""
-    with tempfile.TemporaryDirectory(prefix="bench-before-") as work:
-        listing = Path(work) / "files.json"
-        listing.write_text(json.dumps([str(p) for p in files]))
-        env = dict(os.environ, PYTHONPATH=str(src))
-        out = subprocess.run(
-            [sys.executable, __file__, str(corpus), "--holodeck-only", str(listing)],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        )
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--peers", help="python of benchmarks/peers.sh (adds Chroma)")
-    parser.add_argument("--before", type=Path, help="an older holodeck package's parent")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pdf", type=int, default=30)
     parser.add_argument("--md", type=int, default=30)
     parser.add_argument("--txt", type=int, default=90)
-    parser.add_argument("--holodeck-only", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.holodeck_only:  # the --before subprocess
-        listed = [Path(p) for p in json.loads(args.holodeck_only.read_text())]
-        ran = holodeck_round(args.corpus, listed)
-        print(json.dumps({"seconds": ran["seconds"]}))
-        return
     files = subset(args.corpus, args.pdf, args.md, args.txt)
     rounds: list[dict[str, float]] = []
     shape: dict[str, Any] = {}
@@ -176,14 +148,12 @@ def main() -> None:
         }
         measured["holodeck_s"] = ran["seconds"]
         measured["holodeck_model_s"] = ran["model_s"]
-        others = ["raw"] + (["chroma"] if args.peers else []) + (["before"] if args.before else [])
+        others = ["raw"] + (["chroma"] if args.peers else [])
         for name in others[r % len(others) :] + others[: r % len(others)]:
             if name == "raw":
                 measured["raw_s"] = raw_round(ran["embedder"], texts)
-            elif name == "chroma":
-                measured.update(chroma_round(args.peers, ran["chunks"]))
             else:
-                measured["before_s"] = before_round(args.before, args.corpus, files)
+                measured.update(chroma_round(args.peers, ran["chunks"]))
         for key in [k for k in measured if k.endswith("_s") and k != "holodeck_model_s"]:
             if key != "holodeck_s":
                 measured[f"{key[:-2]}_over_holodeck"] = measured[key] / measured["holodeck_s"]
