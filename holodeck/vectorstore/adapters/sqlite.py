@@ -105,32 +105,36 @@ class SqliteIndexAdapter:
     def _writing(self) -> Iterator[sqlite3.Connection]:
         """One transaction: everything in the block is committed together, or nothing.
 
-        Inside ``batch`` it is a savepoint of the batch's transaction (begun by the first
-        write): a block that fails is undone alone, the batch commits the others together.
+        Inside ``batch`` it joins the batch's transaction (begun by the first write), and a
+        failure rolls the whole batch back. Not a savepoint per document: FTS5 writes its
+        pending rows out at every savepoint, which made each file its own index segment.
         """
         with self._reading() as db:
-            if not db.in_transaction and getattr(self._batching, "active", False):
-                db.execute("BEGIN IMMEDIATE")
-            nested = db.in_transaction
-            db.execute("SAVEPOINT write" if nested else "BEGIN IMMEDIATE")
+            batching = getattr(self._batching, "active", False)
+            if batching and db.in_transaction:
+                try:
+                    yield db
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+                return
+            db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
             except BaseException:
                 if db.in_transaction:  # SQLite rolls back by itself on some errors (disk full)
-                    if nested:
-                        db.execute("ROLLBACK TO write")
-                        db.execute("RELEASE write")
-                    else:
-                        db.execute("ROLLBACK")
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("RELEASE write" if nested else "COMMIT")
+            if not batching:
+                db.execute("COMMIT")
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        """Writes of the block in one transaction, each document still whole or not at all:
-        one commit for a window of small files instead of one per file (each commit's cost
-        grows with the full-text index: benchmarks/README.md). Nothing is locked until the
-        first write."""
+        """Writes of the block in one transaction: one commit for a window of small files
+        instead of one per file (benchmarks/README.md). Every document in it is whole or
+        not there: a failure rolls the batch back, and the next ingest redoes its files.
+        Nothing is locked until the first write."""
         with self._reading() as db:
             if getattr(self._batching, "active", False):
                 yield
