@@ -22,6 +22,7 @@ import hashlib
 import json
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -156,10 +157,16 @@ print(took, rss() - before, rss())
 
 
 def cold_open(module: str, folder: Path, query_file: Path) -> tuple[float, float, float]:
-    """Seconds for open + first search in a new process; memory it added; its whole RSS."""
+    """Seconds for open + first search in a new process; memory it added; its whole RSS.
+    The median of 5 processes: this VM's first touch of fresh memory varies 10x."""
     code = COLD.format(here=str(HERE), module=module, folder=str(folder), query=str(query_file))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    took, added, whole = (float(x) for x in out.stdout.split())
+    runs = []
+    for _ in range(5):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        runs.append(tuple(float(x) for x in out.stdout.split()))
+    took, added, whole = (statistics.median(r[i] for r in runs) for i in range(3))
     return took, added, whole
 
 

@@ -180,9 +180,16 @@ def latency(sizes: list[int]) -> None:
             retrieve(store, "bench", sample[0], embedder.embed([sample[0]])[0], 5, scope, mode)
             times = []
             for question in sample:
-                started = time.perf_counter()
-                vector = embedder.embed([question])[0]
-                retrieve(store, "bench", question, vector, 5, scope, mode)
+                started = time.perf_counter()  # the query embeds while keywords search
+                retrieve(
+                    store,
+                    "bench",
+                    question,
+                    lambda q=question: embedder.embed([q])[0],
+                    5,
+                    scope,
+                    mode,
+                )
                 times.append((time.perf_counter() - started) * 1000)
             row[mode] = {
                 "p50 ms": round(percentile(times, 50), 1),

@@ -297,7 +297,8 @@ class _Run:
 
     def execute(self, files: list[SourceFile]) -> None:
         states = self.store.doc_states(self.t.tenant_id, self.t.library_id)
-        todo = self._plan(files, states)
+        with self.store.batch():  # removals and touched files: one commit, not one each
+            todo = self._plan(files, states)
         self.progress.start(len(files), len(todo))
         if todo:
             self._ingest(todo, set(states))
@@ -469,34 +470,39 @@ class _Run:
         self.progress.update(self.status)
 
     def _store(self, window: list[_Slice]) -> None:
-        """Commit each slice of the window: a whole document, or one slice of a big one."""
-        t = self.t
-        for piece in window:
-            doc = piece.doc
-            if doc.failed:
-                continue
-            rel = doc.file.rel_path
-            records = doc.records[piece.start : piece.end]
-            last = piece.end == len(doc.records)
-            state = doc.state() if last else None
-            try:
-                if piece.start == 0:
-                    self.store.write_document(t.tenant_id, t.library_id, rel, records, state)
-                else:
-                    self.store.append_to_document(t.tenant_id, t.library_id, rel, records, state)
-            except ValidationError as exc:  # an id this backend cannot store
-                doc.failed = True
-                self._fail(rel, str(exc))
-                if piece.start > 0 or not doc.is_new:
-                    self.store.remove_document(t.tenant_id, t.library_id, rel)
-                self._finished(rel)
-                continue
-            if last:
-                if doc.is_new:
-                    self.summary.new += 1
-                else:
-                    self.summary.changed += 1
-                self._finished(rel)
+        """Commit the window's slices together: each a whole document, or one slice of a big
+        one, stored whole or not at all."""
+        with self.store.batch():
+            for piece in window:
+                self._store_slice(piece)
+
+    def _store_slice(self, piece: _Slice) -> None:
+        """One slice in; a document's last slice brings its state and counts it done."""
+        t, doc = self.t, piece.doc
+        if doc.failed:
+            return
+        rel = doc.file.rel_path
+        records = doc.records[piece.start : piece.end]
+        last = piece.end == len(doc.records)
+        state = doc.state() if last else None
+        try:
+            if piece.start == 0:
+                self.store.write_document(t.tenant_id, t.library_id, rel, records, state)
+            else:
+                self.store.append_to_document(t.tenant_id, t.library_id, rel, records, state)
+        except ValidationError as exc:  # an id this backend cannot store
+            doc.failed = True
+            self._fail(rel, str(exc))
+            if piece.start > 0 or not doc.is_new:
+                self.store.remove_document(t.tenant_id, t.library_id, rel)
+            self._finished(rel)
+            return
+        if last:
+            if doc.is_new:
+                self.summary.new += 1
+            else:
+                self.summary.changed += 1
+            self._finished(rel)
 
     def _finished(self, rel_path: str) -> None:
         """A file is done (stored or failed): the display moves on."""

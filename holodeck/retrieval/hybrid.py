@@ -4,6 +4,7 @@ chunks merged. The same for every backend."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -19,7 +20,8 @@ from holodeck.vectorstore.store import VectorStore
 DEPTH = 100
 #: Fused chunks a reranker may reorder.
 RERANK_DEPTH = 20
-#: Runs the semantic side while the calling thread runs the keyword side.
+#: Runs the semantic side (the query's embedding, then the vector search) while the calling
+#: thread runs the keyword side.
 _BOTH_SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="holodeck-search")
 
 
@@ -32,15 +34,11 @@ class Reranker(Protocol):
     def __call__(self, query: str, ranked: list[Scored]) -> list[Scored]: ...
 
 
-def _nothing(*_: object) -> list[ChunkHit]:
-    return []
-
-
 def retrieve(
     store: VectorStore,
     tenant_id: str,
     query: str,
-    vector: np.ndarray,
+    vector: np.ndarray | Callable[[], np.ndarray],
     k: int,
     filters: ChunkFilters,
     mode: SearchMode = "hybrid",
@@ -49,14 +47,20 @@ def retrieve(
 ) -> tuple[list[Passage], int]:
     """The ``k`` best passages and how many chunks were found before ``min_similarity``.
 
-    ``min_similarity`` keeps the contract's meaning in every mode: a chunk's cosine
-    similarity with the query, whatever ranked it.
+    ``vector`` is the query's embedding, or a function making it: then the model embeds the
+    query while the keyword side searches. ``min_similarity`` keeps the contract's meaning in
+    every mode: a chunk's cosine similarity with the query, whatever ranked it.
     """
     depth = max(k * MAX_CHUNKS, DEPTH if mode == "hybrid" else 0)
-    # the two sides at once: numpy and SQLite (or Redis) release the GIL while they work
-    dense = _BOTH_SIDES.submit(
-        store.search if mode != "keyword" else _nothing, tenant_id, vector, depth, filters
-    )
+
+    def semantic_side() -> tuple[np.ndarray, list[ChunkHit]]:
+        query_vector = np.asarray(vector() if callable(vector) else vector, dtype=np.float32)
+        if mode == "keyword":
+            return query_vector, []
+        return query_vector, store.search(tenant_id, query_vector, depth, filters)
+
+    # both sides at once: onnxruntime, numpy and SQLite (or Redis) release the GIL
+    dense = _BOTH_SIDES.submit(semantic_side)
     keyword: list[ChunkHit] = []
     exact: list[ChunkHit] = []
     if mode != "semantic":
@@ -65,8 +69,8 @@ def retrieve(
             holders = store.identifier_holders(tenant_id, identifier, EXACT_MAX + 1, filters)
             if len(holders) <= EXACT_MAX:  # a rare name, not a common compound
                 exact += holders
-    query_vector = np.asarray(vector, dtype=np.float32)
-    ranked = fuse(dense.result(), keyword, query_vector, mode, depth, exact)
+    query_vector, semantic = dense.result()
+    ranked = fuse(semantic, keyword, query_vector, mode, depth, exact)
     if rerank is not None:
         ranked = rerank(query, ranked[:RERANK_DEPTH]) + ranked[RERANK_DEPTH:]
     kept = [s for s in ranked if min_similarity is None or s.similarity >= min_similarity]

@@ -251,6 +251,11 @@ class VectorStore:
         """Held by an ingest: two ingests of one library never interleave."""
         return self.adapter.library_lock(tenant_id, library_id, timeout)
 
+    def batch(self) -> AbstractContextManager[None]:
+        """Writes of the block committed together (a window of files: one commit, not one
+        per file); each document in it is still stored whole or not at all."""
+        return self.adapter.batch()
+
     def flush(self) -> None:
         """End of an ingest: let the backend tidy up (nothing is left unsaved before)."""
         self.adapter.flush()

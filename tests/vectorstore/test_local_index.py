@@ -119,6 +119,32 @@ def test_a_reader_follows_what_another_process_commits(tmp_path: Path) -> None:
     assert sorted(h.record.content for h in moved) == ["alpha two", "gamma"]
 
 
+def test_a_batch_is_seen_whole_and_a_failed_one_leaves_nothing(tmp_path: Path) -> None:
+    """An ingest commits a window of files as one batch: a reader sees none of it until
+    the batch ends, then all of it; a batch that fails leaves what was stored before."""
+    reader = VectorStore(LocalIndexAdapter(tmp_path))
+    writer = VectorStore(LocalIndexAdapter(tmp_path))
+    write(writer, "t", "a.md", ["alpha"], seed=1)
+    with writer.batch():
+        write(writer, "t", "b.md", ["beta"], seed=2)
+        write(writer, "t", "a.md", ["alpha two"], seed=3)
+        assert set(reader.doc_states("t", "kb")) == {"a.md"}
+        assert [h.record.content for h in reader.search("t", unit(1), 5)] == ["alpha"]
+    assert set(reader.doc_states("t", "kb")) == {"a.md", "b.md"}
+    assert sorted(h.record.content for h in reader.search("t", unit(3), 5)) == [
+        "alpha two",
+        "beta",
+    ]
+
+    with pytest.raises(RuntimeError), writer.batch():
+        write(writer, "t", "c.md", ["gamma"], seed=4)
+        writer.remove_document("t", "kb", "a.md")
+        raise RuntimeError("the ingest stopped here")
+    assert set(reader.doc_states("t", "kb")) == {"a.md", "b.md"}
+    assert fts_docs(tmp_path, "gamma") == set()
+    assert fts_docs(tmp_path, "two") == {"a.md"}
+
+
 def test_a_reader_far_behind_a_trimmed_log_reloads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

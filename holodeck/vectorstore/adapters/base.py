@@ -158,6 +158,11 @@ class IndexAdapter(Protocol):
         """
         ...
 
+    def batch(self) -> AbstractContextManager[None]:
+        """Writes of the block committed together where the backend has transactions (each
+        document still whole or not at all); write-through backends just run the block."""
+        ...
+
     def flush(self) -> None:
         """Make what was written durable (a no-op for backends that write through)."""
         ...

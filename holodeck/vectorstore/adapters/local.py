@@ -26,9 +26,6 @@ from holodeck.vectorstore.adapters.sqlite import SqliteIndexAdapter
 log = logging.getLogger("holodeck.vectorstore")
 
 DB_FILE = "index.db"
-#: Bytes of the database each connection maps into memory: reads come straight from the
-#: OS page cache, shared by every connection and process, instead of each connection's own.
-MMAP_BYTES = 1 << 30
 LEGACY_FILE = "index.npz"
 
 
@@ -55,7 +52,6 @@ class LocalIndexAdapter(SqliteIndexAdapter):
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA busy_timeout = 30000")
             db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across process crashes
-            db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # reads share the OS page cache
             self._local.db = db
             with self._conn_lock:
                 self._connections.append(db)

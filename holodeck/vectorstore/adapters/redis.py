@@ -26,7 +26,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -543,6 +543,10 @@ class RedisIndexAdapter:
                     "could not release the lock of library %r at %s (%s); it expires in %g s",
                     library_id, self.url, redact(str(exc)), LOCK_TTL,
                 )  # fmt: skip
+
+    def batch(self) -> AbstractContextManager[None]:
+        """No transaction to share: each document's writes go in the order a re-run repairs."""
+        return nullcontext()
 
     def flush(self) -> None:
         """Nothing to do: every write went to Redis already."""

@@ -31,10 +31,21 @@ from holodeck.vectorstore.keywords import (
     idents_text,
     words_text,
 )
-from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
+from holodeck.vectorstore.records import (
+    ChunkFilters,
+    ChunkHit,
+    ChunkRecord,
+    DocState,
+    IndexInfo,
+    chunk_id_for,
+)
 
 #: Entries of the ``changes`` log kept after an ingest; a reader further behind reloads.
 CHANGES_KEPT = 100_000
+#: Vectors read per block when a library's matrix is loaded.
+LOAD_ROWS = 4096
+#: The memory map a matrix is loaded through (the database's first bytes; the rest is read).
+LOAD_MMAP_BYTES = 1 << 30
 
 _CHUNK_COLUMNS = (
     "c.id, c.chunk_id, l.tenant_id, l.library_id, c.book_id, c.doc_id, c.chunk_index, "
@@ -61,6 +72,7 @@ class SqliteIndexAdapter:
         self._matrices: dict[int, _Matrix] = {}
         self._seen: tuple[int, int, str] | None = None  # chunks seq, changes seq, epoch
         self._cache_lock = threading.Lock()
+        self._batching = threading.local()  # .active: this thread is inside batch()
 
     def library_lock(
         self, tenant_id: str, library_id: str, timeout: float
@@ -91,8 +103,22 @@ class SqliteIndexAdapter:
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
-        """One transaction: everything in the block is committed together, or nothing."""
+        """One transaction: everything in the block is committed together, or nothing.
+
+        Inside ``batch`` it joins the batch's transaction (begun by the first write), and a
+        failure rolls the whole batch back. Not a savepoint per document: FTS5 writes its
+        pending rows out at every savepoint, which made each file its own index segment.
+        """
         with self._reading() as db:
+            batching = getattr(self._batching, "active", False)
+            if batching and db.in_transaction:
+                try:
+                    yield db
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+                return
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -100,7 +126,30 @@ class SqliteIndexAdapter:
                 if db.in_transaction:  # SQLite rolls back by itself on some errors (disk full)
                     db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
+            if not batching:
+                db.execute("COMMIT")
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Writes of the block in one transaction: one commit for a window of small files
+        instead of one per file (benchmarks/README.md). Every document in it is whole or
+        not there: a failure rolls the batch back, and the next ingest redoes its files.
+        Nothing is locked until the first write."""
+        with self._reading() as db:
+            if getattr(self._batching, "active", False):
+                yield
+                return
+            self._batching.active = True
+            try:
+                yield
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            finally:
+                self._batching.active = False
+            if db.in_transaction:
+                db.execute("COMMIT")
 
     # -- index -------------------------------------------------------------------------
     def describe(self) -> IndexInfo | None:
@@ -166,7 +215,7 @@ class SqliteIndexAdapter:
                 return 0
             db.execute("DELETE FROM documents WHERE lib = ? AND doc_id = ?", (lib, doc_id))
             removed = self._delete_doc(db, lib, doc_id)
-            self._insert(db, records)
+            self._insert(db, records, cleared=(tenant_id, library_id, doc_id))
             if state is not None:
                 self._set_state(db, lib, state)
             return removed
@@ -187,8 +236,15 @@ class SqliteIndexAdapter:
             if state is not None:
                 self._set_state(db, lib, state)
 
-    def _insert(self, db: sqlite3.Connection, records: Sequence[ChunkRecord]) -> None:
-        """Insert or replace by chunk id (a replaced chunk gets a new row id)."""
+    def _insert(
+        self,
+        db: sqlite3.Connection,
+        records: Sequence[ChunkRecord],
+        cleared: tuple[str, str, str] | None = None,
+    ) -> None:
+        """Insert or replace by chunk id (a replaced chunk gets a new row id). ``cleared``:
+        a document whose chunks were just deleted; its own chunks (ids derived from it)
+        cannot exist, so they skip the look for one to replace."""
         libs: dict[tuple[str, str], int] = {}
         for rec in records:
             key = (rec.tenant_id, rec.library_id)
@@ -196,7 +252,11 @@ class SqliteIndexAdapter:
                 lib = self._lib(db, *key, create=True)
                 assert lib is not None
                 libs[key] = lib
-            self._delete_chunks(db, "chunk_id = ?", (rec.chunk_id,))
+            own = (rec.tenant_id, rec.library_id, rec.doc_id) == cleared and rec.chunk_id == (
+                chunk_id_for(rec.tenant_id, rec.library_id, rec.doc_id, rec.chunk_index)
+            )
+            if not own:
+                self._delete_chunks(db, "chunk_id = ?", (rec.chunk_id,))
             cur = db.execute(
                 "INSERT INTO chunks (chunk_id, lib, book_id, doc_id, chunk_index, content, "
                 "embedding_model, source_path, mtime, content_hash, token_count, tags, language, "
@@ -543,19 +603,32 @@ class SqliteIndexAdapter:
     def _load(
         self, db: sqlite3.Connection, lib: int, where: str = "", args: tuple[Any, ...] = ()
     ) -> _Matrix:
-        """Read vectors of one library into a preallocated matrix (no per-row copies kept)."""
+        """Read vectors of one library into a preallocated matrix (no per-row copies kept).
+        Counted on the chunks' index (one row per vector) so the vectors are read once."""
         dims = self._info.dimensions if self._info else 0
+        count = f"SELECT count(*) FROM chunks WHERE lib = ? {where}"
+        n = db.execute(count, (lib, *args)).fetchone()[0]
         sql = f"FROM vectors WHERE lib = ? {where}"
-        n = db.execute(f"SELECT count(*) {sql}", (lib, *args)).fetchone()[0]
         ids = np.empty(n, dtype=np.int64)
         vectors = np.empty((n, dims), dtype=np.float32)
-        i = 0
-        for i, (row_id, blob) in enumerate(db.execute(f"SELECT id, vector {sql}", (lib, *args))):
-            if i >= n:
-                break
-            ids[i] = row_id
-            vectors[i] = np.frombuffer(blob, dtype=np.float32)
-        return _Matrix(ids, vectors)
+        end = 0
+        # read through a memory map (no read call per page), unmapped after: the mapped
+        # pages would stay counted in the process's memory beside the matrix
+        db.execute(f"PRAGMA mmap_size = {LOAD_MMAP_BYTES}")
+        try:
+            rows = db.execute(f"SELECT id, vector {sql}", (lib, *args))
+            while end < n:  # in blocks: one copy per block, not one per row
+                block = rows.fetchmany(min(LOAD_ROWS, n - end))
+                if not block:
+                    break
+                start, end = end, end + len(block)
+                ids[start:end] = [row_id for row_id, _ in block]
+                data = b"".join(blob for _, blob in block)
+                vectors[start:end] = np.frombuffer(data, dtype=np.float32).reshape(-1, dims)
+            rows.close()
+        finally:
+            db.execute("PRAGMA mmap_size = 0")
+        return _Matrix(ids[:end], vectors[:end])
 
     def _records(self, ids: list[int], with_vectors: bool = False) -> dict[int, ChunkRecord]:
         """Records by row id; vectors only when asked (a dense search has them in memory)."""
