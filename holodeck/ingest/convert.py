@@ -31,12 +31,11 @@ from typing import Any
 
 import chardet
 
-from holodeck.ingest.discover import REASON_OUTSIDE, SourceFile, inside
+from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, inside
 from holodeck.ingest.locations import Anchors
 
 log = logging.getLogger("holodeck.ingest")
 
-REASON_EMPTY = "empty file"
 REASON_UNDECODABLE = "undecodable text"
 REASON_NO_TEXT_LAYER = "conversion failed: no text layer (scanned PDF? no OCR)"
 

@@ -125,13 +125,17 @@ def _ignore_file_lines(source: Path) -> list[str]:
         return []
     except OSError as exc:
         raise ValidationError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    for number, line in enumerate(lines, start=1):
-        try:
-            ignore_spec([line])
-        except ValueError:
-            raise ValidationError(
-                f"{path}:{number}: {line.strip()!r} is not a valid gitignore pattern"
-            ) from None
+    try:
+        ignore_spec(lines)
+    except ValueError:  # find the line to name (only then: one compile per line)
+        for number, line in enumerate(lines, start=1):
+            try:
+                ignore_spec([line])
+            except ValueError:
+                raise ValidationError(
+                    f"{path}:{number}: {line.strip()!r} is not a valid gitignore pattern"
+                ) from None
+        raise
     return lines
 
 

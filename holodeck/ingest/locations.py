@@ -64,7 +64,7 @@ def locate(text: str, anchors: Anchors | None, spans: Iterable[tuple[int, int]])
             continue
         first = max(0, bisect_right(anchors.starts, start) - 1)
         last = max(first, bisect_right(anchors.starts, max(start, end - 1)) - 1)
-        names.append(_name(anchors.unit, anchors.labels[first], anchors.labels[last]))
+        names.append(range_name(anchors.unit, anchors.labels[first], anchors.labels[last]))
     return names
 
 
@@ -86,12 +86,13 @@ def _locate_lines(text: str, anchors: Anchors, spans: list[tuple[int, int]]) -> 
     for start, end in spans:
         first = line_at(start)
         last = line_at(max(start, end - 1))
-        names.append(_name(anchors.unit, str(first), str(last)))
+        names.append(range_name(anchors.unit, str(first), str(last)))
     return names
 
 
-def _name(unit: str, first: str, last: str) -> str:
-    """``page 3``, ``pages 3-4``, ``sheet Budget``, ``sheets Budget to Summary``."""
+def range_name(unit: str, first: str, last: str) -> str:
+    """``page 3``, ``pages 3-4``, ``sheet Budget``, ``sheets Budget to Summary``: how every
+    location is named (chunks here, merged passages in ``holodeck.retrieval.passages``)."""
     if first == last:
         return f"{unit} {first}"
     joiner = "-" if first.isdigit() and last.isdigit() else " to "

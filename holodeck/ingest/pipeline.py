@@ -142,7 +142,6 @@ def ingest_library(
     for s in found.skipped:
         skips.skip(s.rel_path, s.reason)
     summary.skipped = len(found.skipped)
-    summary.skipped_files = [{"path": s.rel_path, "reason": s.reason} for s in found.skipped]
     if not found.files:
         skips.finish()
         raise ValidationError(
@@ -156,6 +155,7 @@ def ingest_library(
         run = _Run(store, embedder, target, summary, progress, force, skips)
         run.execute(found.files)
     skips.finish()
+    summary.skipped_files = [{"path": path, "reason": why} for path, why in skips.entries]
     summary.chunks_total = store.count(target.tenant_id, target.library_id)
     summary.seconds = time.perf_counter() - started
     return summary
@@ -518,7 +518,6 @@ class _Run:
         """A file that cannot be ingested: warn, count it, and go on with the others."""
         self.skips.skip(rel_path, reason)
         self.summary.failed += 1
-        self.summary.skipped_files.append({"path": rel_path, "reason": reason})
 
     def _remove(self, doc_id: str, count: bool = True) -> None:
         """Take a document out of the index: its state and its chunks."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from holodeck.embeddings.base import TokenCounter
 from holodeck.ingest.chunker import Chunk, chunk_text
 from holodeck.ingest.convert import ConversionError, convert
-from holodeck.ingest.discover import SourceFile
+from holodeck.ingest.discover import REASON_EMPTY, SourceFile
 from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
 from holodeck.ingest.locations import locate
 
@@ -61,7 +61,7 @@ def prepare(file: SourceFile, counter: TokenCounter, chunk_size: int, overlap: i
         log.debug("converting %s failed", file.rel_path, exc_info=True)  # -v: the traceback
         return Prepared(file, failure=failure_reason(exc))
     if not chunks:
-        return Prepared(file, failure="empty file")
+        return Prepared(file, failure=REASON_EMPTY)
     return Prepared(file, chunks, locations, tags, language)
 
 

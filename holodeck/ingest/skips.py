@@ -71,8 +71,9 @@ class SkipReport:
             self._save()
 
     def _load(self) -> set[tuple[str, str]]:
+        self._stored: object = None  # the file's content as read: unchanged, it is not rewritten
         try:
-            data = json.loads(self.memory.read_text(encoding="utf-8"))
+            self._stored = data = json.loads(self.memory.read_text(encoding="utf-8"))
             if data.get("tenant") != self.tenant_id:
                 return set()
             return {(str(p), str(r)) for p, r in data.get("skipped", [])}
@@ -82,7 +83,9 @@ class SkipReport:
     def _save(self) -> None:
         if not self.entries and not self.memory.exists():
             return
-        data = {"tenant": self.tenant_id, "skipped": sorted(self.entries)}
+        data = {"tenant": self.tenant_id, "skipped": [list(e) for e in sorted(self.entries)]}
+        if data == self._stored:  # the usual re-run: same skips, nothing to write
+            return
         tmp = None
         try:
             self.memory.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from holodeck.ingest.locations import range_name
 from holodeck.vectorstore.records import ChunkRecord
 
 #: A passage never grows past this many chunks (the answer stays a few chunks long).
@@ -18,7 +19,6 @@ MAX_CHUNKS = 3
 #: Shorter common text at a seam is chance, not the chunk overlap.
 MIN_OVERLAP_CHARS = 16
 _RANGE = re.compile(r"^(?P<kind>[a-z]+) (?P<lo>\d+)(?:-(?P<hi>\d+))?$")
-_PLURAL = {"page": "pages", "line": "lines", "row": "rows", "slide": "slides"}
 
 
 @dataclass
@@ -135,22 +135,12 @@ def merge_locations(locations: list[str]) -> str:
     parsed = [_RANGE.match(loc) for loc in known]
     if not all(parsed):
         return known[0]
-    kinds = {_singular(m["kind"]) for m in parsed if m}
+    kinds = {m["kind"].removesuffix("s") for m in parsed if m}  # "lines 3-9" is of "line"
     if len(kinds) != 1:
         return known[0]
     lo = min(int(m["lo"]) for m in parsed if m)
     hi = max(int(m["hi"] or m["lo"]) for m in parsed if m)
-    kind = kinds.pop()
-    if lo == hi:
-        return f"{kind} {lo}"
-    return f"{_PLURAL.get(kind, kind)} {lo}-{hi}"
-
-
-def _singular(kind: str) -> str:
-    for one, many in _PLURAL.items():
-        if kind == many:
-            return one
-    return kind
+    return range_name(kinds.pop(), str(lo), str(hi))
 
 
 def _join(left: str, right: str) -> str:

@@ -144,17 +144,12 @@ def _stoppable(progress: ProgressFactory | None, stop: threading.Event) -> Progr
     def factory(name: str) -> Iterator[Progress]:
         with progress(name) if progress else nullcontext(Progress()) as shown:
 
-            def advance(rel_path: str) -> None:
-                shown.advance(rel_path)
-                if stop.is_set():
-                    raise WatchStopped
-
-            def update(status: IngestStatus) -> None:
+            def update(status: IngestStatus) -> None:  # also follows every stored file
                 shown.update(status)
                 if stop.is_set():
                     raise WatchStopped
 
-            yield Progress(start=shown.start, advance=advance, update=update)
+            yield Progress(start=shown.start, advance=shown.advance, update=update)
 
     return factory
 
