@@ -4,7 +4,6 @@ chunks merged. The same for every backend."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -20,8 +19,9 @@ from holodeck.vectorstore.store import VectorStore
 DEPTH = 100
 #: Fused chunks a reranker may reorder.
 RERANK_DEPTH = 20
-#: Runs the semantic side (the query's embedding, then the vector search) while the calling
-#: thread runs the keyword side.
+#: Runs the semantic side while the calling thread runs the keyword side. (The query is
+#: embedded before, in the calling thread: embedding it here gained nothing on two cores and
+#: left onnxruntime spinning in a run beside an ingest's.)
 _BOTH_SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="holodeck-search")
 
 
@@ -38,7 +38,7 @@ def retrieve(
     store: VectorStore,
     tenant_id: str,
     query: str,
-    vector: np.ndarray | Callable[[], np.ndarray],
+    vector: np.ndarray,
     k: int,
     filters: ChunkFilters,
     mode: SearchMode = "hybrid",
@@ -47,19 +47,18 @@ def retrieve(
 ) -> tuple[list[Passage], int]:
     """The ``k`` best passages and how many chunks were found before ``min_similarity``.
 
-    ``vector`` is the query's embedding, or a function making it: then the model embeds the
-    query while the keyword side searches. ``min_similarity`` keeps the contract's meaning in
-    every mode: a chunk's cosine similarity with the query, whatever ranked it.
+    ``min_similarity`` keeps the contract's meaning in every mode: a chunk's cosine
+    similarity with the query, whatever ranked it.
     """
     depth = max(k * MAX_CHUNKS, DEPTH if mode == "hybrid" else 0)
 
     def semantic_side() -> tuple[np.ndarray, list[ChunkHit]]:
-        query_vector = np.asarray(vector() if callable(vector) else vector, dtype=np.float32)
+        query_vector = np.asarray(vector, dtype=np.float32)
         if mode == "keyword":
             return query_vector, []
         return query_vector, store.search(tenant_id, query_vector, depth, filters)
 
-    # both sides at once: onnxruntime, numpy and SQLite (or Redis) release the GIL
+    # both sides at once: numpy and SQLite (or Redis) release the GIL
     dense = _BOTH_SIDES.submit(semantic_side)
     keyword: list[ChunkHit] = []
     exact: list[ChunkHit] = []

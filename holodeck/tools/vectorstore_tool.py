@@ -13,8 +13,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from holodeck.config.loader import Project, ResolvedTool
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
@@ -233,13 +231,10 @@ class VectorStoreTool:
         cfg = self.resolved.config
         k = top_k or cfg.top_k
         threshold = cfg.min_similarity_score if min_score is None else min_score
-
-        def embed_query() -> np.ndarray:
-            try:
-                return np.asarray(self.embedder.embed([query])[0])
-            except Exception as exc:  # the contract turns every embedding failure into this
-                raise RuntimeError(f"Failed to generate query embedding: {exc}") from exc
-
+        try:
+            vector = self.embedder.embed([query])[0]
+        except Exception as exc:  # the contract turns every embedding failure into this
+            raise RuntimeError(f"Failed to generate query embedding: {exc}") from exc
         scope = filters or ChunkFilters()
         scope = ChunkFilters(
             library_ids=[self.name],
@@ -251,7 +246,7 @@ class VectorStoreTool:
             self.store,
             self.project.tenant_id,
             query,
-            embed_query,
+            vector,
             k,
             scope,
             mode or cfg.search_mode,
