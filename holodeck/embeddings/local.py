@@ -296,6 +296,10 @@ class LocalOnnxEmbedder:
 
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # errors only: warnings about optimisations are noise
+        # Its threads wait for work asleep, not spinning: spinning kept both cores busy for a
+        # while after each query's embedding, slowing the search that follows it, and gained
+        # nothing measurable on an ingest's batches (benchmarks/README.md).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = onnxruntime.InferenceSession(
                 data, sess_options=options, providers=["CPUExecutionProvider"]

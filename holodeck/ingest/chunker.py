@@ -119,7 +119,7 @@ class _Chunker:
         self.max_chars = max_chunk_chars(chunk_size)
         self.window_size = max(_MIN_WINDOW, _WINDOW_CHUNKS * self.max_chars)
         self.content_end = len(text.rstrip())
-        self.w = self._window(0)
+        self.w = self._window(len(text) - len(text.lstrip()))
 
     def run(self) -> list[Chunk]:
         """Walk the text chunk by chunk; each verified with a real count."""
@@ -130,14 +130,14 @@ class _Chunker:
             n = len(w.tok_starts)
             s = bisect_right(w.tok_ends, c0)  # first token reaching past c0
             if s >= n:
-                if w.end >= len(self.text):
+                if w.end >= self.content_end:
                     break  # only text the tokenizer ignores is left
                 c0 = w.end  # a whole window the tokenizer ignores (control characters)
                 continue
             limit = s + self.budget  # tokens s .. limit-1 fit, by the window's estimate
             while True:
                 c1, in_word = self._choose_cut(w, c0, s, limit)
-                chunk = self._make_chunk(c0, c1)
+                chunk = self._make_chunk(w, c0, c1)
                 if chunk is None or chunk.token_count <= self.chunk_size:
                     break
                 # Retokenizing the chunk alone gave more tokens than estimated: shrink.
@@ -158,16 +158,18 @@ class _Chunker:
     def _window_for(self, c0: int) -> _Window:
         """The current window if it covers a whole chunk from ``c0``, else a new one there."""
         w = self.w
-        if w.start <= c0 and (w.end >= len(self.text) or c0 + self.max_chars < w.exact_end):
+        if w.start <= c0 and (w.end >= self.content_end or c0 + self.max_chars < w.exact_end):
             return w
         self.w = self._window(c0)
         return self.w
 
     def _window(self, start: int) -> _Window:
-        """Tokenize from ``start`` to a word start about ``window_size`` characters on."""
+        """Tokenize from ``start`` to a word start about ``window_size`` characters on, or
+        to the end of the text's content (trailing whitespace left out, so that a chunk
+        holding the rest of the text is exactly the window and needs no count of its own)."""
         text = self.text
-        end = exact_end = min(len(text), start + self.window_size)
-        if end < len(text):
+        end = exact_end = min(self.content_end, start + self.window_size)
+        if end < self.content_end:
             # End where a word starts, past a whole chunk's worth of characters; inside one
             # endless "word" cut anywhere: every chunk there is cut by characters anyway.
             lo = max(start + self.max_chars + 1, end - self.max_chars)
@@ -190,8 +192,8 @@ class _Chunker:
         """Where the chunk starting at ``c0`` (token ``s``) ends, and whether inside a word."""
         n = len(w.tok_starts)
         cap = c0 + self.max_chars
-        if limit >= n and w.end >= len(self.text) and len(self.text) <= cap:
-            return len(self.text), False  # the rest fits
+        if limit >= n and w.end >= self.content_end and self.content_end <= cap:
+            return self.content_end, False  # the rest fits
         # Cutting at or before hi keeps tokens < limit and the characters within the bound.
         hi = min(w.tok_starts[limit] if limit < n else w.end, cap)
         taken = bisect_left(w.tok_starts, hi)  # tokens starting before hi
@@ -251,11 +253,20 @@ class _Chunker:
         match = _GAP.search(self.text, c1)  # the gap at c1 lies past the window's end
         return match.end() if match else len(self.text)
 
-    def _make_chunk(self, c0: int, c1: int) -> Chunk | None:
-        """The stripped text of ``[c0, c1)`` with its exact token count, or None if blank."""
+    def _make_chunk(self, w: _Window, c0: int, c1: int) -> Chunk | None:
+        """The stripped text of ``[c0, c1)`` with its exact token count, or None if blank.
+
+        A chunk that is exactly the window's text has the window's tokens (most small files
+        are one such chunk); any other is tokenized again, since a tokenizer may split text
+        differently at its edges than inside a longer text."""
         raw = self.text[c0:c1]
         stripped = raw.strip()
         if not stripped:
             return None
         start = c0 + len(raw) - len(raw.lstrip())
-        return Chunk(stripped, self.counter.count(stripped), start, start + len(stripped))
+        end = start + len(stripped)
+        if start == w.start and end == w.end:
+            count = len(w.tok_starts) + self.counter.special_tokens
+        else:
+            count = self.counter.count(stripped)
+        return Chunk(stripped, count, start, end)

@@ -31,7 +31,7 @@ from typing import Any
 
 import chardet
 
-from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, inside
+from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, within
 from holodeck.ingest.locations import Anchors
 
 log = logging.getLogger("holodeck.ingest")
@@ -123,7 +123,7 @@ def read_checked(file: SourceFile) -> bytes:
     with os.fdopen(fd, "rb") as stream:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ConversionError("not a regular file")
-        if file.root and not inside(_real_path_of(fd, file), file.root):
+        if file.root and not within(_real_path_of(fd, file), file.root):
             raise ConversionError(REASON_OUTSIDE)
         return stream.read()
 

@@ -231,5 +231,9 @@ def _type_reason(suffix: str) -> str:
 
 def inside(path: str, root: str) -> bool:
     """Whether the fully resolved ``path`` lies within ``root`` (itself resolved)."""
-    target = os.path.realpath(path)
-    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+    return within(os.path.realpath(path), root)
+
+
+def within(real_path: str, root: str) -> bool:
+    """Whether ``real_path`` (already resolved: no link, no ``..``) lies within ``root``."""
+    return real_path == root or real_path.startswith(root.rstrip(os.sep) + os.sep)

@@ -394,7 +394,7 @@ class _Run:
     def _document(self, item: Prepared, digest: str, is_new: bool) -> _Doc:
         t, f = self.t, item.file
         old = {}
-        if not self.force:
+        if not self.force:  # a document without state may still hold slices of a killed run
             for rec in self.store.doc_chunks(t.tenant_id, t.library_id, f.rel_path):
                 if rec.embedding_model == self.embedder.model_id:
                     old[rec.content_hash] = rec.vector

@@ -45,6 +45,8 @@ STOPWORDS = frozenset(
 _COMPOUND = re.compile(
     r"(?<![\w-])(?:--?)?_*[^\W_]++(?:[-_.]+[^\W_]++)+_*|(?<![\w-])--[^\W_]++(?:[-_.]+[^\W_]++)*"
 )
+#: What every compound holds somewhere: a cheap test that spares most prose the full scan.
+_MAY_HOLD_COMPOUND = re.compile(r"[^\W_][-_.]+[^\W_]|--[^\W_]")
 _JOINERS = re.compile(r"[-_.]")
 _PART = re.compile(r"[^\W_]+")
 _CODE_LIKE = re.compile(r"[_.]|^-|[A-Z]|\d")
@@ -60,6 +62,8 @@ def words_text(text: str) -> str:
 
 def idents_text(text: str) -> list[str]:
     """The compound tokens of a chunk, in order, each once (case-insensitive)."""
+    if not _MAY_HOLD_COMPOUND.search(text):
+        return []
     return list({t.casefold(): t for t in _COMPOUND.findall(text)}.values())
 
 

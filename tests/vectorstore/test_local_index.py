@@ -7,6 +7,7 @@ what another holodeck process is to SQLite.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import sqlite3
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from holodeck.errors import IngestError
+from holodeck.vectorstore.adapters import sqlite as sqlite_adapter
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
 from holodeck.vectorstore.store import VectorStore
@@ -262,3 +264,37 @@ def test_a_full_disk_keeps_the_last_committed_document_and_names_the_folder(
     assert [c.content for c in reopened.doc_chunks("t", "kb", "a.md")] == ["alpha"]
     assert reopened.doc_states("t", "kb")["a.md"].chunk_count == 1
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_large_index_searched_in_parts_answers_as_in_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past PARALLEL_MIN_ROWS a search is cut into ranges of rows searched at once; the
+    answer (hits, order, scores, tenants kept apart) must be the one a single pass gives."""
+    store = VectorStore(LocalIndexAdapter(tmp_path))
+    words = ["pressure", "wing", "shock", "heat", "flow", "layer", "drag", "lift"]
+    for n in range(120):
+        tenant = "acme" if n % 3 else "globex"
+        texts = [" ".join(words[(n * 7 + i * j) % 8] for j in range(1 + n % 5)) for i in range(3)]
+        write(store, tenant, f"doc{n}.md", texts, seed=10 * n)
+    queries = ["pressure wing", "shock heat flow", "drag"]
+    scopes = [ChunkFilters(library_ids=["kb"]), ChunkFilters(library_ids=["kb"], book_ids=["."])]
+
+    def answers() -> list[list[tuple[str, float]]]:
+        found = []
+        for tenant, scope in itertools.product(["acme", "globex"], scopes):
+            for q in queries:
+                hits = store.keyword_search(tenant, q, 25, scope)
+                found.append([(h.record.chunk_id, round(h.score, 9)) for h in hits])
+            for seed in range(5):
+                hits = store.search(tenant, unit(seed), 25, scope)
+                found.append([(h.record.chunk_id, round(h.score, 6)) for h in hits])
+        return found
+
+    one_pass = answers()
+    assert all(one_pass) and len({tuple(a) for a in one_pass}) > 1
+    monkeypatch.setattr(sqlite_adapter, "PARALLEL_MIN_ROWS", 40)
+    monkeypatch.setattr(LocalIndexAdapter, "_read_workers", lambda self: 3)
+    assert len(sqlite_adapter._id_ranges(1, 360, 3)) == 3
+    assert answers() == one_pass
+    store.adapter.close()

@@ -10,6 +10,7 @@ the first search. An ``index.npz`` of earlier releases is imported once.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -140,8 +141,13 @@ class LocalIndexAdapter(SqliteIndexAdapter):
             self._info = self._read_info()  # another writer may have rebuilt the index
             yield
 
+    def _read_workers(self) -> int:
+        """One reader per core (up to 4): each part of a search is one core's work."""
+        return max(1, min(4, os.cpu_count() or 1))
+
     def close(self) -> None:
-        """Close every thread's connection."""
+        """Stop the search threads; close every thread's connection."""
+        self._stop_pool()
         with self._conn_lock:
             for db in self._connections:
                 db.close()
