@@ -71,6 +71,21 @@ def test_order_is_kept_with_mixed_lengths_and_several_batches(
     assert np.allclose(together, alone, atol=1e-4)
 
 
+def test_batches_spread_over_several_sessions_come_back_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call of many batches runs them on one session per core at once; each vector must
+    still be its own text's, as when each text is embedded alone."""
+    monkeypatch.setattr("holodeck.embeddings.local.os.cpu_count", lambda: 3)
+    embedder = LocalOnnxEmbedder.builtin()
+    texts = [f"note {i}: " + "pressure wing shock " * ((i * 53) % 90) for i in range(60)]
+    together = embedder.embed(texts)
+    assert embedder._streams is not None and len(embedder._streams) == 3
+    alone = np.vstack([embedder.embed([text]) for text in texts])
+    assert np.allclose(together, alone, atol=1e-4)
+    assert not np.allclose(together[1], together[2], atol=1e-2)
+
+
 def test_text_over_256_tokens_embeds_from_its_first_256_tokens(
     embedder: LocalOnnxEmbedder,
 ) -> None:
