@@ -221,15 +221,27 @@ class LocalOnnxEmbedder:
         if streams:
             batches = _batches(order, lengths, self._batch_size, TOKENS_PER_STREAM_BATCH)
         ids = [[encodings[i].ids for i in batch] for batch in batches]
-        if streams:  # each stream takes every n-th batch: shares of about equal lengths
-            n = len(streams)
+        outputs: list[np.ndarray] = [np.empty(0)] * len(batches)
+        if streams:  # each stream takes the next batch when it is free: they end together
             assert self._stream_pool is not None
-            shares = self._stream_pool.map(
-                lambda j: [self._run(streams[j], rows) for rows in ids[j::n]], range(n)
-            )
-            outputs: list[np.ndarray] = [np.empty(0)] * len(batches)
-            for j, share in enumerate(shares):
-                outputs[j::n] = share
+            todo = iter(range(len(batches)))
+            taking = threading.Lock()
+            failed: list[bool] = []  # one stream failed: the others stop taking batches
+
+            def drain(stream: onnxruntime.InferenceSession) -> None:
+                while not failed:
+                    with taking:
+                        i = next(todo, None)
+                    if i is None:
+                        return
+                    try:
+                        outputs[i] = self._run(stream, ids[i])
+                    except BaseException:
+                        failed.append(True)
+                        raise
+
+            for done in [self._stream_pool.submit(drain, stream) for stream in streams]:
+                done.result()
         else:
             outputs = [self._run(session, rows) for rows in ids]
         result = np.empty((len(texts), outputs[0].shape[1]), dtype=np.float32)
