@@ -51,7 +51,7 @@ BATCH_SIZE = 64
 TOKENS_PER_BATCH = 1024
 #: A call of several batches runs them on single-threaded sessions at once, one per core
 #: (up to this many), in batches of at most TOKENS_PER_STREAM_BATCH padded tokens: on 2
-#: cores 14 % more chunks a second than one session on both cores, whose threads wait on
+#: cores 15-22 % more chunks a second than one session on both cores, whose threads wait on
 #: each other inside every operation, for 150 MB more peak memory (benchmarks/README.md).
 #: A lone batch (a query) runs on the session that uses every core: it returns soonest.
 MAX_STREAMS = 4

@@ -135,7 +135,7 @@ def _ignore_file_lines(source: Path) -> list[str]:
                 raise ValidationError(
                     f"{path}:{number}: {line.strip()!r} is not a valid gitignore pattern"
                 ) from None
-        raise
+        raise ValidationError(f"{path}: not a valid gitignore file") from None
     return lines
 
 

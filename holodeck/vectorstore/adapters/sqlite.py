@@ -41,8 +41,9 @@ from holodeck.vectorstore.records import (
     chunk_id_for,
 )
 
-#: A keyword search is split into ranges of row ids, searched at once on their own
-#: connections, when each range would hold at least this many chunks.
+#: A search is cut into parts worked on at once by the read threads (the keyword side in
+#: ranges of row ids, each on its own connection; the vector product in ranges of matrix
+#: rows) when each part would span at least this many rows.
 PARALLEL_MIN_ROWS = 20_000
 #: Entries of the ``changes`` log kept after an ingest; a reader further behind reloads.
 CHANGES_KEPT = 100_000
@@ -764,7 +765,8 @@ def _record(row: Sequence[Any], blob: bytes | None) -> ChunkRecord:
 
 
 def _id_ranges(first: int, last: int, parts: int) -> list[tuple[int, int]]:
-    """``[first, last]`` cut into ``parts`` ranges of ids (one when it is small)."""
+    """``[first, last]`` (row ids, or matrix rows) cut into at most ``parts`` ranges of at
+    least PARALLEL_MIN_ROWS (one range when it is small)."""
     parts = max(1, min(parts, (last - first + 1) // PARALLEL_MIN_ROWS))
     step = (last - first + 1 + parts - 1) // parts
     return [(lo, min(lo + step - 1, last)) for lo in range(first, last + 1, step)]
