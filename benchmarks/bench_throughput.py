@@ -28,11 +28,14 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from _common import make_project
+
+from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
 
 HERE = Path(__file__).resolve().parent
 
@@ -67,13 +70,22 @@ def holodeck_round(corpus: Path, files: list[Path]) -> dict[str, Any]:
     embedder.embed(["load the model before the clock starts"])
     model_s = [0.0]
     embed = embedder.embed
+    running = [0, 0.0]  # calls in flight (the pipeline overlaps two), since when
+    lock = threading.Lock()
 
     def timed_embed(texts: Any) -> Any:
-        t0 = time.perf_counter()
+        """Counts the time at least one call runs: the model's share of the clock."""
+        with lock:
+            if running[0] == 0:
+                running[1] = time.perf_counter()
+            running[0] += 1
         try:
             return embed(texts)
         finally:
-            model_s[0] += time.perf_counter() - t0
+            with lock:
+                running[0] -= 1
+                if running[0] == 0:
+                    model_s[0] += time.perf_counter() - running[1]
 
     embedder.embed = timed_embed  # type: ignore[method-assign]
     started = time.perf_counter()
@@ -91,13 +103,16 @@ def holodeck_round(corpus: Path, files: list[Path]) -> dict[str, Any]:
     ]
     tool.close()
     shutil.rmtree(root)
+    # a counter of its own: the embedder's keeps the ids it counts, which would spare the
+    # raw call the tokenizing that a user's call pays
+    counter = HFTokenCounter.from_file(BUILTIN_TOKENIZER)
     return {
         "seconds": seconds,
         "model_s": model_s[0],
         "files": summary.new,
         "skipped": summary.skipped + summary.failed,
         "chunks": chunks,
-        "tokens": sum(embedder.tokens.count(text) for _, text, _ in chunks),
+        "tokens": sum(counter.count(text) for _, text, _ in chunks),
         "embedder": embedder,
     }
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -53,9 +55,16 @@ TOKENS_PER_BATCH = 1024
 #: (up to this many), in batches of at most TOKENS_PER_STREAM_BATCH padded tokens: on 2
 #: cores 15-22 % more chunks a second than one session on both cores, whose threads wait on
 #: each other inside every operation, for 150 MB more peak memory (benchmarks/README.md).
-#: A lone batch (a query) runs on the session that uses every core: it returns soonest.
+#: A lone batch (a query) runs on the session that uses every core: it returns soonest;
+#: while other calls run on the streams it joins their queue rather than fight them for cores.
 MAX_STREAMS = 4
 TOKENS_PER_STREAM_BATCH = 256
+#: Texts whose token ids the counter keeps for the model: more than an ingest's chunks
+#: prepared ahead and queued (a few windows), at about 2 KB each.
+KEEP_IDS = 4096
+
+#: One text's token ids: a list from the tokenizer, or an array the counter kept.
+_Ids = list[int] | np.ndarray
 
 _INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 _INT_TYPES: dict[str, type[np.signedinteger[Any]]] = {
@@ -68,23 +77,39 @@ class HFTokenCounter:
     """``TokenCounter`` over a Hugging Face ``tokenizers`` tokenizer, without truncation.
 
     Truncation is off so counts are exact for texts of any length (a chunk that counts
-    ``<= max_tokens`` is read entirely by the model).
+    ``<= max_tokens`` is read entirely by the model). The embedder's own counter keeps the
+    token ids of the last texts it counted (``keep``): the chunker counts every chunk, and
+    the model then takes those ids instead of tokenizing the same text a second time.
     """
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer, keep: int = 0) -> None:
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self._tokenizer = tokenizer
         self._special_tokens = tokenizer.num_special_tokens_to_add(is_pair=False)
+        self._keep = keep
+        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._kept_lock = threading.Lock()
 
     @classmethod
-    def from_file(cls, path: Path) -> HFTokenCounter:
-        """Counter for a ``tokenizer.json``."""
-        return cls(_load_tokenizer(path))
+    def from_file(cls, path: Path, keep: int = 0) -> HFTokenCounter:
+        """Counter for a ``tokenizer.json``, keeping the ids of the last ``keep`` texts."""
+        return cls(_load_tokenizer(path), keep)
 
     def count(self, text: str) -> int:
         """Tokens the model sees for ``text``, special tokens included."""
-        return len(self._tokenizer.encode(text))
+        ids = self._tokenizer.encode(text).ids
+        if self._keep:
+            with self._kept_lock:
+                self._kept[text] = np.asarray(ids, dtype=np.int64)
+                if len(self._kept) > self._keep:
+                    self._kept.popitem(last=False)
+        return len(ids)
+
+    def take(self, text: str) -> np.ndarray | None:
+        """The ids of ``text`` if it was among the last texts counted (then forgotten)."""
+        with self._kept_lock:
+            return self._kept.pop(text, None)
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of each token, special tokens excluded."""
@@ -136,6 +161,8 @@ class LocalOnnxEmbedder:
         self._session: onnxruntime.InferenceSession | None = None
         self._streams: list[onnxruntime.InferenceSession] | None = None
         self._stream_pool: ThreadPoolExecutor | None = None
+        self._free_streams: queue.SimpleQueue[onnxruntime.InferenceSession] = queue.SimpleQueue()
+        self._calls = 0  # calls running on the streams: a lone batch then joins them
         self._input_types: dict[str, type[np.signedinteger[Any]]] = {}
         self._output_name = ""
         self._pooled_output = False
@@ -199,7 +226,9 @@ class LocalOnnxEmbedder:
     def tokens(self) -> HFTokenCounter:
         """The model's tokenizer, for chunking."""
         if self._counter is None:
-            self._counter = HFTokenCounter.from_file(self._tokenizer_path)
+            with self._lock:
+                if self._counter is None:
+                    self._counter = HFTokenCounter.from_file(self._tokenizer_path, KEEP_IDS)
         return self._counter
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -209,39 +238,19 @@ class LocalOnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         session = self._ensure_session()
-        encoder = self._ensure_encoder()
-        encodings = encoder.encode_batch(list(texts))
-        empty = [i for i, enc in enumerate(encodings) if not enc.ids]
+        tokens = self._ids(texts)
+        empty = [i for i, ids in enumerate(tokens) if not len(ids)]
         if empty:
             raise EmbeddingError(f"input {empty[0]} has no tokens for {self.model_id}")
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        lengths = [len(e.ids) for e in encodings]
+        lengths = [len(ids) for ids in tokens]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
         batches = _batches(order, lengths, self._batch_size, TOKENS_PER_BATCH)
-        streams = self._ensure_streams() if len(batches) > 1 else []
+        streams = self._ensure_streams() if len(batches) > 1 or self._calls else []
         if streams:
             batches = _batches(order, lengths, self._batch_size, TOKENS_PER_STREAM_BATCH)
-        ids = [[encodings[i].ids for i in batch] for batch in batches]
-        outputs: list[np.ndarray] = [np.empty(0)] * len(batches)
-        if streams:  # each stream takes the next batch when it is free: they end together
-            assert self._stream_pool is not None
-            todo = iter(range(len(batches)))
-            taking = threading.Lock()
-            failed: list[bool] = []  # one stream failed: the others stop taking batches
-
-            def drain(stream: onnxruntime.InferenceSession) -> None:
-                while not failed:
-                    with taking:
-                        i = next(todo, None)
-                    if i is None:
-                        return
-                    try:
-                        outputs[i] = self._run(stream, ids[i])
-                    except BaseException:
-                        failed.append(True)
-                        raise
-
-            for done in [self._stream_pool.submit(drain, stream) for stream in streams]:
-                done.result()
+        ids = [[tokens[i] for i in batch] for batch in batches]
+        if streams:
+            outputs = self._run_on_streams(ids)
         else:
             outputs = [self._run(session, rows) for rows in ids]
         result = np.empty((len(texts), outputs[0].shape[1]), dtype=np.float32)
@@ -258,7 +267,56 @@ class LocalOnnxEmbedder:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _run(self, session: onnxruntime.InferenceSession, ids: list[list[int]]) -> np.ndarray:
+    def _ids(self, texts: Sequence[str]) -> list[_Ids]:
+        """Each text's token ids as the model reads them: the ids the counter kept when the
+        chunker counted the text (read whole by the model), the others tokenized now."""
+        kept = self._counter
+        limit = self.max_tokens
+        out: list[_Ids | None] = [None] * len(texts)
+        if kept is not None:
+            for i, text in enumerate(texts):
+                ids = kept.take(text)
+                if ids is not None and len(ids) <= limit:
+                    out[i] = ids
+        todo = [i for i, ids in enumerate(out) if ids is None]
+        if todo:
+            encodings = self._ensure_encoder().encode_batch([texts[i] for i in todo])
+            for i, encoding in zip(todo, encodings, strict=True):
+                out[i] = encoding.ids
+        return [ids for ids in out if ids is not None]
+
+    def _run_on_streams(self, ids: list[list[_Ids]]) -> list[np.ndarray]:
+        """Each batch a task of the stream pool, run on whichever session is free.
+
+        The pool's queue is shared by every call in flight, so when an ingest has its next
+        call queued the sessions go on to its batches as soon as this call's run out,
+        instead of one of them waiting for the other's last batch. The first failure
+        cancels the batches not yet started.
+        """
+        assert self._stream_pool is not None
+        with self._lock:
+            self._calls += 1
+        try:
+            futures = [self._stream_pool.submit(self._run_free, rows) for rows in ids]
+            try:
+                return [future.result() for future in futures]
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+        finally:
+            with self._lock:
+                self._calls -= 1
+
+    def _run_free(self, ids: list[_Ids]) -> np.ndarray:
+        """One batch on a free session: there are as many as the pool has threads."""
+        stream = self._free_streams.get()
+        try:
+            return self._run(stream, ids)
+        finally:
+            self._free_streams.put(stream)
+
+    def _run(self, session: onnxruntime.InferenceSession, ids: list[_Ids]) -> np.ndarray:
         """One model call on a batch of token ids: pad, run, pool, check, normalise."""
         length = max(len(row) for row in ids)
         input_ids = np.full((len(ids), length), self._pad_id, dtype=np.int64)
@@ -365,6 +423,8 @@ class LocalOnnxEmbedder:
                     if count > 1:
                         data = self._verified_bytes()
                         self._streams = [self._open_session(data, 1) for _ in range(count)]
+                        for stream in self._streams:
+                            self._free_streams.put(stream)
                         self._stream_pool = ThreadPoolExecutor(
                             count, thread_name_prefix="holodeck-embed"
                         )

@@ -203,8 +203,11 @@ class _Chunker:
         if first == last:  # no gap in the second half: take any gap after c0
             first, last = self._gaps_between(w, c0 + 1, hi)
         if first < last:
+            levels = [self._gap_level(w, i) for i in range(first, last)]
+            top = max(levels)
+            tied = [first + k for k, level in enumerate(levels) if level == top]
             reach = hi - c0
-            best = max(range(first, last), key=lambda i: self._gap_rank(w, i, c0, reach))
+            best = max(tied, key=lambda i: self._draw(w, i, c0, reach))
             return w.gap_starts[best], False
         # One "word" longer than the budget (a base64 blob, a URL): cut between tokens.
         if hi > c0:
@@ -215,27 +218,29 @@ class _Chunker:
         """Index range of the window's gaps starting in ``[lo, hi]``."""
         return bisect_left(w.gap_starts, lo), bisect_right(w.gap_starts, hi)
 
-    def _gap_rank(self, w: _Window, i: int, c0: int, reach: int) -> tuple[int, float, int]:
-        """Boundary quality first; ties go to a draw seeded by the surrounding text.
+    def _gap_level(self, w: _Window, i: int) -> int:
+        """How good a boundary gap ``i`` is: paragraph break, sentence end, line, space."""
+        start, end = w.gap_starts[i], w.gap_ends[i]
+        gap = self.text[start:end]
+        newline = "\n" in gap
+        if newline and _PARAGRAPH_BREAK.search(gap):
+            return _PARAGRAPH
+        if _SENTENCE_END.search(self.text, max(0, start - 4), start):
+            return _SENTENCE
+        return _LINE if newline else _SPACE
+
+    def _draw(self, w: _Window, i: int, c0: int, reach: int) -> tuple[float, int]:
+        """Ties between gaps of the best level go to a draw seeded by the surrounding text.
 
         The draw is a weighted random choice (Efraimidis-Spirakis: the largest
         ``u ** (1 / weight)`` wins, ``u`` uniform in (0, 1]), with ``u`` a hash of the text
         around the gap and the weight growing with the gap's distance from ``c0``.
         """
         start, end = w.gap_starts[i], w.gap_ends[i]
-        gap = self.text[start:end]
-        if _PARAGRAPH_BREAK.search(gap):
-            level = _PARAGRAPH
-        elif _SENTENCE_END.search(self.text, max(0, start - 4), start):
-            level = _SENTENCE
-        elif "\n" in gap:
-            level = _LINE
-        else:
-            level = _SPACE
         context = self.text[max(0, start - _HASH_CONTEXT) : end + _HASH_CONTEXT]
         u = (zlib.crc32(context.encode("utf-8", "surrogatepass")) + 1) / 2**32
         weight = ((start - c0) / reach) ** _FILL_BIAS
-        return level, u ** (1 / weight) if weight > 0 else 0.0, start
+        return u ** (1 / weight) if weight > 0 else 0.0, start
 
     def _next_start(self, w: _Window, c0: int, c1: int, in_word: bool) -> int:
         """Start of the next chunk: the first word start at most ``overlap`` tokens before c1."""

@@ -5,12 +5,14 @@ document is written whole: its old state and chunks go and its new chunks and st
 together (one transaction on the SQLite index), so an interruption leaves the documents
 committed so far intact and the re-run redoes the rest. A document bigger than one
 embedding window is written in slices (the first replaces the old chunks, the last brings
-the state), so a crash inside a 500-page PDF loses one window, not the file: the re-run
-reuses the vectors of the slices already stored.
+the state), so a crash inside a 500-page PDF loses the windows being embedded (two at
+most), not the file: the re-run reuses the vectors of the slices already stored.
 
 Chunks are embedded in windows of ``EMBED_WINDOW``, sorted by length across the window so
 each model call pads little, while a worker thread converts the next files
-(``prefetch``). Progress moves after every embedding call, counted in tokens.
+(``prefetch``). The next window's calls are queued while one window's run, and a window is
+stored while the next embeds, so the model never waits on the rest of the pipeline.
+Progress moves after every embedding call, counted in tokens.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import logging
 import os
 import time
 from bisect import bisect_left
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -53,6 +57,11 @@ log = logging.getLogger("holodeck.ingest")
 EMBED_WINDOW = 256
 #: Tokens per embedding call within a window: progress moves after each call.
 EMBED_CALL_TOKENS = 8192
+#: Embedding calls run at once. With two, the next call is tokenized and queued while the
+#: model runs this one, so the model never waits for a call to end, a window to be stored
+#: or the next one to be cut (with the local model its sessions go straight on to the
+#: next call's batches; a remote API sees at most two calls' requests).
+EMBED_CALLS_IN_FLIGHT = 2
 #: Chunks the worker thread prepares ahead of the window being embedded.
 PREPARE_AHEAD = 2 * EMBED_WINDOW
 #: Seconds an ingest waits for another ingest of the same library before giving up
@@ -349,27 +358,37 @@ class _Run:
             chunk_size=t.chunk_size,
             overlap=t.chunk_overlap,
         )
-        with Prefetcher([f for f, _ in todo], work, PREPARE_AHEAD) as ahead:
-            doc: _Doc | None = None  # the document being cut into windows
-            while True:
-                window: list[_Slice] = []
-                room = EMBED_WINDOW
-                while room > 0:
-                    if doc is None or doc.failed:
-                        item = ahead.next()
-                        if item is None:
-                            break
-                        rel = item.file.rel_path
-                        doc = self._open(item, digests[rel], rel not in stored)
-                        continue
-                    piece, room = doc.take(room)
-                    window.append(piece)
-                    if doc.queued == len(doc.records):
-                        doc = None
-                if not window:
-                    break
-                self._embed(window)
-                self._store(window)
+        calls = ThreadPoolExecutor(EMBED_CALLS_IN_FLIGHT, thread_name_prefix="holodeck-call")
+        try:
+            with Prefetcher([f for f, _ in todo], work, PREPARE_AHEAD) as ahead:
+                doc: _Doc | None = None  # the document being cut into windows
+                embedding: deque[tuple[list[_Slice], list[_Call]]] = deque()
+                while True:
+                    window: list[_Slice] = []
+                    room = EMBED_WINDOW
+                    while room > 0:
+                        if doc is None or doc.failed:
+                            item = ahead.next()
+                            if item is None:
+                                break
+                            rel = item.file.rel_path
+                            doc = self._open(item, digests[rel], rel not in stored)
+                            continue
+                        piece, room = doc.take(room)
+                        window.append(piece)
+                        if doc.queued == len(doc.records):
+                            doc = None
+                    if window:
+                        embedding.append((window, self._start_embedding(window, calls)))
+                        if len(embedding) < 2:
+                            continue  # the next window's calls queue behind this one's
+                    if not embedding:
+                        break
+                    done, started = embedding.popleft()
+                    self._finish_embedding(done, started)
+                    self._store(done)
+        finally:
+            calls.shutdown(cancel_futures=True)
 
     def _open(self, item: Prepared, digest: str, is_new: bool) -> _Doc | None:
         """A prepared file as a document to embed, reusing the vectors of chunks whose text
@@ -430,44 +449,52 @@ class _Run:
             )
         return _Doc(f, digest, records, missing, is_new)
 
-    def _embed(self, window: list[_Slice]) -> None:
-        """Vectors for every chunk of the window that needs one, in calls of chunks of
-        about one length; the display is updated after each call."""
+    def _start_embedding(self, window: list[_Slice], calls: ThreadPoolExecutor) -> list[_Call]:
+        """Queue the model calls of every chunk of the window that needs a vector, in calls
+        of chunks of about one length (sorted across the window)."""
         wanted = [(s.doc, i) for s in window if not s.doc.failed for i in s.missing()]
-        if not wanted:
-            return
         wanted.sort(key=lambda w: w[0].records[w[1]].token_count)
-        self.status = replace(self.status, current=_describe(window))
-        self.progress.update(self.status)  # the model starts: the display shows what on
-        call: list[tuple[_Doc, int]] = []
+        parts: list[tuple[list[tuple[_Doc, int]], int]] = []
+        chunks: list[tuple[_Doc, int]] = []
         tokens = 0
         for w in wanted:
-            call.append(w)
+            chunks.append(w)
             tokens += w[0].records[w[1]].token_count
             if tokens >= EMBED_CALL_TOKENS:
-                self._embed_call(call, tokens)
-                call, tokens = [], 0
-        if call:
-            self._embed_call(call, tokens)
+                parts.append((chunks, tokens))
+                chunks, tokens = [], 0
+        if chunks:
+            parts.append((chunks, tokens))
+        embed = self.embedder.embed
+        return [
+            _Call(part, tokens, calls.submit(embed, [doc.records[i].content for doc, i in part]))
+            for part, tokens in parts
+        ]
 
-    def _embed_call(self, call: list[tuple[_Doc, int]], tokens: int) -> None:
-        texts = [doc.records[i].content for doc, i in call]
-        try:
-            vectors = self.embedder.embed(texts)
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            raise EmbeddingError(f"embedding failed: {exc}") from exc
-        for (doc, i), vector in zip(call, vectors, strict=True):
-            doc.records[i].vector = vector
-        self.summary.chunks_embedded += len(texts)
-        self.status = replace(
-            self.status,
-            chunks_embedded=self.status.chunks_embedded + len(texts),
-            tokens_embedded=self.status.tokens_embedded + tokens,
-            tokens_total=self.estimate.total(),
-        )
-        self.progress.update(self.status)
+    def _finish_embedding(self, window: list[_Slice], started: list[_Call]) -> None:
+        """Wait for the window's calls in turn, placing their vectors; the display moves
+        after each call."""
+        if not started:
+            return
+        self.status = replace(self.status, current=_describe(window))
+        self.progress.update(self.status)  # the display shows what the model works on
+        for call in started:
+            try:
+                vectors = call.future.result()
+            except EmbeddingError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"embedding failed: {exc}") from exc
+            for (doc, i), vector in zip(call.chunks, vectors, strict=True):
+                doc.records[i].vector = vector
+            self.summary.chunks_embedded += len(call.chunks)
+            self.status = replace(
+                self.status,
+                chunks_embedded=self.status.chunks_embedded + len(call.chunks),
+                tokens_embedded=self.status.tokens_embedded + call.tokens,
+                tokens_total=self.estimate.total(),
+            )
+            self.progress.update(self.status)
 
     def _store(self, window: list[_Slice]) -> None:
         """Commit the window's slices together: each a whole document, or one slice of a big
@@ -535,6 +562,15 @@ class _Run:
         for doc_id in self.store.doc_ids(t.tenant_id, t.library_id) - set(states):
             removed = self.store.remove_document(t.tenant_id, t.library_id, doc_id)
             log.debug("Removed %d orphan chunks of %s", removed, doc_id)
+
+
+@dataclass
+class _Call:
+    """One embedding call queued for a window: its chunks, their tokens, its vectors."""
+
+    chunks: list[tuple[_Doc, int]]
+    tokens: int
+    future: Future[np.ndarray]
 
 
 class _Failed(Exception):

@@ -86,6 +86,20 @@ def test_batches_spread_over_several_sessions_come_back_in_order(
     assert not np.allclose(together[1], together[2], atol=1e-2)
 
 
+def test_texts_the_chunker_counted_embed_as_texts_never_counted() -> None:
+    """The model takes the ids the counter kept while chunking; the vectors must be those
+    of tokenizing the text afresh, and a text counted past the model's limit is still cut
+    at 256 tokens."""
+    counted = LocalOnnxEmbedder.builtin()
+    texts = [f"section {i}: " + "turbulent boundary layer " * (i * 7) for i in range(1, 40)]
+    counts = [counted.tokens.count(text) for text in texts]
+    assert max(counts) > 256 and min(counts) < 256
+    vectors = counted.embed(texts)
+    assert all(counted.tokens.take(text) is None for text in texts)  # the kept ids were used
+    fresh = LocalOnnxEmbedder.builtin().embed(texts)
+    assert np.allclose(vectors, fresh, atol=1e-5)
+
+
 def test_text_over_256_tokens_embeds_from_its_first_256_tokens(
     embedder: LocalOnnxEmbedder,
 ) -> None:
