@@ -36,6 +36,11 @@ from typing import Any
 from _common import make_project
 
 from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
+from holodeck.ingest.discover import DEFAULT_FILE_TYPES, discover
+from holodeck.ingest.prefetch import prepare
+
+#: The agent's defaults (make_project({}) sets no chunking).
+CHUNK_SIZE, CHUNK_OVERLAP = 256, 50
 
 HERE = Path(__file__).resolve().parent
 
@@ -124,18 +129,39 @@ def raw_round(embedder: Any, texts: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def chroma_round(peers: str, chunks: list[tuple[str, str, str]]) -> dict[str, float]:
+def chroma_round(peers: str, chunks: list[tuple[str, str, str]], modes: str) -> dict[str, float]:
     """Chroma's ``add`` of the chunks through the same model, in the peers' environment."""
     with tempfile.TemporaryDirectory(prefix="bench-chroma-") as work:
         rows = Path(work) / "rows.json"
         rows.write_text(json.dumps(chunks))
         out = subprocess.run(
-            [peers, str(HERE / "peers_throughput.py"), str(rows), "per_file,batched"],
+            [peers, str(HERE / "peers_throughput.py"), str(rows), modes],
             capture_output=True,
             text=True,
             check=True,
         )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def prepare_round(corpus: Path, files: list[Path]) -> float:
+    """What a script feeding Chroma must do before ``add``: convert and chunk every file,
+    one after the other, with holodeck's own converter and chunker (so the chunks are the
+    very ones Chroma is handed)."""
+    root, tool = make_project({})
+    for path in files:
+        target = root / "docs" / path.relative_to(corpus)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    found = discover(root / "docs", DEFAULT_FILE_TYPES, ())
+    counter = HFTokenCounter.from_file(BUILTIN_TOKENIZER)
+    counter.count("load the tokenizer before the clock starts")
+    started = time.perf_counter()
+    for file in found.files:
+        prepare(file, counter, CHUNK_SIZE, CHUNK_OVERLAP)
+    seconds = time.perf_counter() - started
+    tool.close()
+    shutil.rmtree(root)
+    return seconds
 
 
 def main() -> None:
@@ -146,31 +172,43 @@ def main() -> None:
     parser.add_argument("--pdf", type=int, default=30)
     parser.add_argument("--md", type=int, default=30)
     parser.add_argument("--txt", type=int, default=90)
+    parser.add_argument("--chroma", default="per_file,batched", help="Chroma's add modes")
+    parser.add_argument("--no-raw", action="store_true", help="leave out the raw call")
     args = parser.parse_args()
     files = subset(args.corpus, args.pdf, args.md, args.txt)
     rounds: list[dict[str, float]] = []
     shape: dict[str, Any] = {}
+    chunks: list[tuple[str, str, str]] = []
+    runs = ["holodeck"] + ([] if args.no_raw else ["raw"]) + (["chroma"] if args.peers else [])
     for r in range(args.rounds):
         measured: dict[str, float] = {}
-        ran = holodeck_round(args.corpus, files)
-        texts = [text for _, text, _ in ran["chunks"]]
-        shape = {
-            "files": len(files),
-            "ingested": ran["files"],
-            "skipped": ran["skipped"],
-            "chunks": len(texts),
-            "tokens": ran["tokens"],
-        }
-        measured["holodeck_s"] = ran["seconds"]
-        measured["holodeck_model_s"] = ran["model_s"]
-        others = ["raw"] + (["chroma"] if args.peers else [])
-        for name in others[r % len(others) :] + others[: r % len(others)]:
-            if name == "raw":
-                measured["raw_s"] = raw_round(ran["embedder"], texts)
+        # every run in turn comes first (round 1: holodeck, whose chunks the others take)
+        for name in runs[r % len(runs) :] + runs[: r % len(runs)]:
+            if name == "holodeck":
+                ran = holodeck_round(args.corpus, files)
+                chunks = ran["chunks"]
+                embedder = ran["embedder"]
+                shape = {
+                    "files": len(files),
+                    "ingested": ran["files"],
+                    "skipped": ran["skipped"],
+                    "chunks": len(chunks),
+                    "tokens": ran["tokens"],
+                }
+                measured["holodeck_s"] = ran["seconds"]
+                measured["holodeck_model_s"] = ran["model_s"]
+            elif name == "raw":
+                measured["raw_s"] = raw_round(embedder, [text for _, text, _ in chunks])
             else:
-                measured.update(chroma_round(args.peers, ran["chunks"]))
-        for key in [k for k in measured if k.endswith("_s") and k != "holodeck_model_s"]:
-            if key != "holodeck_s":
+                assert args.peers
+                measured.update(chroma_round(args.peers, chunks, args.chroma))
+                measured["prepare_s"] = prepare_round(args.corpus, files)
+                for mode in args.chroma.split(","):
+                    measured[f"prepare_chroma_{mode}_s"] = (
+                        measured["prepare_s"] + measured[f"chroma_{mode}_s"]
+                    )
+        for key in [k for k in measured if k.endswith("_s")]:
+            if key not in ("holodeck_s", "holodeck_model_s", "prepare_s"):
                 measured[f"{key[:-2]}_over_holodeck"] = measured[key] / measured["holodeck_s"]
         rounds.append({k: round(v, 3) for k, v in measured.items()})
         print(json.dumps({"round": r + 1, **rounds[-1]}), flush=True)

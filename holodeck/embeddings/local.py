@@ -55,8 +55,8 @@ TOKENS_PER_BATCH = 1024
 #: (up to this many), in batches of at most TOKENS_PER_STREAM_BATCH padded tokens: on 2
 #: cores 15-22 % more chunks a second than one session on both cores, whose threads wait on
 #: each other inside every operation, for 150 MB more peak memory (benchmarks/README.md).
-#: A lone batch (a query) runs on the session that uses every core: it returns soonest;
-#: while other calls run on the streams it joins their queue rather than fight them for cores.
+#: A lone batch (a query) runs on the session that uses every core: it returns soonest,
+#: and never queues behind an ingest's batches (``holodeck serve`` searches while it ingests).
 MAX_STREAMS = 4
 TOKENS_PER_STREAM_BATCH = 256
 #: Texts whose token ids the counter keeps for the model: more than an ingest's chunks
@@ -162,7 +162,6 @@ class LocalOnnxEmbedder:
         self._streams: list[onnxruntime.InferenceSession] | None = None
         self._stream_pool: ThreadPoolExecutor | None = None
         self._free_streams: queue.SimpleQueue[onnxruntime.InferenceSession] = queue.SimpleQueue()
-        self._calls = 0  # calls running on the streams: a lone batch then joins them
         self._input_types: dict[str, type[np.signedinteger[Any]]] = {}
         self._output_name = ""
         self._pooled_output = False
@@ -245,7 +244,7 @@ class LocalOnnxEmbedder:
         lengths = [len(ids) for ids in tokens]
         order = sorted(range(len(texts)), key=lengths.__getitem__)
         batches = _batches(order, lengths, self._batch_size, TOKENS_PER_BATCH)
-        streams = self._ensure_streams() if len(batches) > 1 or self._calls else []
+        streams = self._ensure_streams() if len(batches) > 1 else []
         if streams:
             batches = _batches(order, lengths, self._batch_size, TOKENS_PER_STREAM_BATCH)
         ids = [[tokens[i] for i in batch] for batch in batches]
@@ -294,19 +293,13 @@ class LocalOnnxEmbedder:
         cancels the batches not yet started.
         """
         assert self._stream_pool is not None
-        with self._lock:
-            self._calls += 1
+        futures = [self._stream_pool.submit(self._run_free, rows) for rows in ids]
         try:
-            futures = [self._stream_pool.submit(self._run_free, rows) for rows in ids]
-            try:
-                return [future.result() for future in futures]
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
-        finally:
-            with self._lock:
-                self._calls -= 1
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 
     def _run_free(self, ids: list[_Ids]) -> np.ndarray:
         """One batch on a free session: there are as many as the pool has threads."""

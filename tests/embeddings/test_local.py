@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +86,29 @@ def test_batches_spread_over_several_sessions_come_back_in_order(
     alone = np.vstack([embedder.embed([text]) for text in texts])
     assert np.allclose(together, alone, atol=1e-4)
     assert not np.allclose(together[1], together[2], atol=1e-2)
+
+
+def test_a_query_during_a_long_call_does_not_wait_for_it(embedder: LocalOnnxEmbedder) -> None:
+    """``holodeck serve`` searches while it ingests: a one-text call made while a long call
+    of many batches runs must come back at once, not queued behind that call's batches
+    (which would make it take about as long as the rest of the long call)."""
+    texts = [f"chapter {i}: " + "supersonic inlet shock wave " * 50 for i in range(120)]
+
+    def long_call() -> float:
+        started = time.perf_counter()
+        embedder.embed(texts)
+        return time.perf_counter() - started
+
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(long_call)
+        while embedder._streams is None or embedder._free_streams.qsize() > 0:
+            assert not running.done()  # wait until every session is on the long call
+            time.sleep(0.01)
+        started = time.perf_counter()
+        embedder.embed(["what is a shock wave?"])
+        query = time.perf_counter() - started
+        assert not running.done()
+        assert query < running.result() / 4
 
 
 def test_texts_the_chunker_counted_embed_as_texts_never_counted() -> None:
