@@ -12,12 +12,17 @@ round measures, one after the other on the same machine:
 - chroma: a Chroma collection whose embedding function is the same embedder (so both pay
   the same model), ``add`` of the same chunk texts with ids and metadata: one call per file
   (as a loop over a folder goes) and in batches of 5,000 (Chroma's best case); run by
-  ``peers_throughput.py`` in the peers' environment (``peers.sh``).
+  ``peers_throughput.py`` in the peers' environment (``peers.sh``);
+- prepare: what a script feeding Chroma must do first, which Chroma's ``add`` does not:
+  convert and chunk the files, one after the other, with holodeck's own converter and
+  chunker (the very chunks Chroma is handed). ``prepare_chroma_*`` adds it to each add.
 
 The model is loaded and warmed before each clock starts. Ratios are taken within a round
-(the machine's load moves between rounds); rounds rotate the order. Usage:
+(the machine's load moves between rounds); rounds rotate the order, so each run comes
+first in turn. Usage:
 
-    python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)] [--rounds 3]
+    python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)]
+        [--rounds 3] [--chroma per_file,batched] [--no-raw]
 """
 
 from __future__ import annotations
