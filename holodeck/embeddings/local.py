@@ -161,6 +161,7 @@ class LocalOnnxEmbedder:
         self._session: onnxruntime.InferenceSession | None = None
         self._streams: list[onnxruntime.InferenceSession] | None = None
         self._stream_pool: ThreadPoolExecutor | None = None
+        self._queueing = threading.Lock()  # one call's batches at a time onto the queue
         self._free_streams: queue.SimpleQueue[onnxruntime.InferenceSession] = queue.SimpleQueue()
         self._input_types: dict[str, type[np.signedinteger[Any]]] = {}
         self._output_name = ""
@@ -289,11 +290,13 @@ class LocalOnnxEmbedder:
 
         The pool's queue is shared by every call in flight, so when an ingest has its next
         call queued the sessions go on to its batches as soon as this call's run out,
-        instead of one of them waiting for the other's last batch. The first failure
-        cancels the batches not yet started.
+        instead of one of them waiting for the other's last batch. A call's batches are
+        queued together, so of two calls in flight the one queued first ends first. The
+        first failure cancels the batches not yet started.
         """
         assert self._stream_pool is not None
-        futures = [self._stream_pool.submit(self._run_free, rows) for rows in ids]
+        with self._queueing:
+            futures = [self._stream_pool.submit(self._run_free, rows) for rows in ids]
         try:
             return [future.result() for future in futures]
         except BaseException:

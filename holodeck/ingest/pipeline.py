@@ -23,7 +23,7 @@ import os
 import time
 from bisect import bisect_left
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -472,15 +472,17 @@ class _Run:
         ]
 
     def _finish_embedding(self, window: list[_Slice], started: list[_Call]) -> None:
-        """Wait for the window's calls in turn, placing their vectors; the display moves
-        after each call."""
+        """Wait for the window's calls, placing their vectors; the display moves after each
+        call, in the order they end (two run at once, on one queue of batches)."""
         if not started:
             return
         self.status = replace(self.status, current=_describe(window))
         self.progress.update(self.status)  # the display shows what the model works on
-        for call in started:
+        by_future = {call.future: call for call in started}
+        for future in as_completed(by_future):
+            call = by_future[future]
             try:
-                vectors = call.future.result()
+                vectors = future.result()
             except EmbeddingError:
                 raise
             except Exception as exc:
