@@ -272,18 +272,19 @@ class LocalOnnxEmbedder:
         chunker counted the text (read whole by the model), the others tokenized now."""
         kept = self._counter
         limit = self.max_tokens
-        out: list[_Ids | None] = [None] * len(texts)
-        if kept is not None:
-            for i, text in enumerate(texts):
-                ids = kept.take(text)
-                if ids is not None and len(ids) <= limit:
-                    out[i] = ids
-        todo = [i for i, ids in enumerate(out) if ids is None]
+        out: list[_Ids] = [[]] * len(texts)
+        todo: list[int] = []
+        for i, text in enumerate(texts):
+            ids = kept.take(text) if kept is not None else None
+            if ids is not None and len(ids) <= limit:
+                out[i] = ids
+            else:
+                todo.append(i)
         if todo:
             encodings = self._ensure_encoder().encode_batch([texts[i] for i in todo])
             for i, encoding in zip(todo, encodings, strict=True):
                 out[i] = encoding.ids
-        return [ids for ids in out if ids is not None]
+        return out
 
     def _run_on_streams(self, ids: list[list[_Ids]]) -> list[np.ndarray]:
         """Each batch a task of the stream pool, run on whichever session is free.

@@ -467,8 +467,8 @@ class _Run:
             parts.append((chunks, tokens))
         embed = self.embedder.embed
         return [
-            _Call(part, tokens, calls.submit(embed, [doc.records[i].content for doc, i in part]))
-            for part, tokens in parts
+            _Call(part, size, calls.submit(embed, [doc.records[i].content for doc, i in part]))
+            for part, size in parts
         ]
 
     def _finish_embedding(self, window: list[_Slice], started: list[_Call]) -> None:
