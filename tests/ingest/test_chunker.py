@@ -136,6 +136,25 @@ def test_successive_chunks_overlap_by_about_the_overlap(counter: TokenCounter) -
     assert sum(shared) / len(shared) >= 0.6 * overlap
 
 
+def test_the_overlap_starts_where_a_sentence_starts(counter: TokenCounter) -> None:
+    """A chunk reads from a sentence's start, not from mid-sentence, when a sentence begins
+    inside the overlap; and it repeats no more of the previous chunk than that."""
+    rng = random.Random(3)
+    words = WORDS[:13]  # plain words: the only full stops are the sentences' own
+    sentences = (" ".join(rng.choices(words, k=rng.randint(3, 7))) + "." for _ in range(400))
+    text = " ".join(sentences)  # one paragraph: sentence ends are the best boundaries
+    overlap = 40
+    chunks = chunk_text(text, counter, 128, overlap)
+    assert len(chunks) > 10
+    for previous, current in itertools.pairwise(chunks):
+        assert text[: current.start].rstrip()[-1] == "."  # a sentence starts the chunk
+        shared = counter.count(text[current.start : previous.end]) - counter.special_tokens
+        assert 1 <= shared <= overlap + 1
+        # the earliest sentence start inside the overlap: one more sentence would not fit
+        before = text.rfind(". ", 0, current.start - 2) + 2
+        assert counter.count(text[before : previous.end]) - counter.special_tokens > overlap
+
+
 def test_paragraph_breaks_are_preferred(counter: TokenCounter) -> None:
     rng = random.Random(5)
     paragraphs = [_paragraph(rng, 3) for _ in range(30)]  # several paragraphs fit a chunk
