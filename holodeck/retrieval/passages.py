@@ -1,7 +1,8 @@
 """Neighbouring chunks of one document in one answer become one passage.
 
-Chunks overlap their neighbours (``chunk_overlap``), so two adjacent chunks in one answer
-show the agent the same sentences twice and spend two of its ``top_k`` slots on one place.
+Chunks overlap their neighbours (``chunk_overlap``) or, after a paragraph break, adjoin
+them, so two adjacent chunks in one answer show the agent the same sentences twice (or one
+passage in two halves) and spend two of its ``top_k`` slots on one place.
 Merging them keeps ``top_k`` results ``top_k`` different passages, each with its best score.
 """
 

@@ -123,14 +123,22 @@ def test_a_word_longer_than_the_budget_is_split_between_tokens(counter: TokenCou
 
 
 def test_successive_chunks_overlap_by_about_the_overlap(counter: TokenCounter) -> None:
+    """Where a cut splits a paragraph the next chunk repeats up to ``overlap`` tokens of it;
+    where it falls between paragraphs the next chunk starts at the next paragraph."""
     text = "\n\n".join(_document(seed=11))
     overlap = 20
     chunks = chunk_text(text, counter, 128, overlap)
     assert len(chunks) > 5
     shared = []
+    between = 0
     for previous, current in itertools.pairwise(chunks):
+        if text[previous.end : previous.end + 2] == "\n\n":
+            assert current.start == previous.end + 2  # nothing repeated, nothing skipped
+            between += 1
+            continue
         assert current.start < previous.end
         shared.append(counter.count(text[current.start : previous.end]) - counter.special_tokens)
+    assert between and shared  # the document has both kinds of cut
     # Starting at a word costs up to one word's tokens, never adds more than a token.
     assert all(1 <= tokens <= overlap + 1 for tokens in shared)
     assert sum(shared) / len(shared) >= 0.6 * overlap
