@@ -285,10 +285,8 @@ class _Chunker:
         the cuts fall where they fell (so an edit re-embeds as few chunks as before), and
         only the repeated sentences are left out."""
         i = bisect_left(w.gap_starts, c1)
-        if i < len(w.gap_starts) and w.gap_starts[i] == c1:
-            if self._gap_level(w, i) == _PARAGRAPH:
-                return w.gap_ends[i]
-        return 0
+        at_gap = i < len(w.gap_starts) and w.gap_starts[i] == c1
+        return w.gap_ends[i] if at_gap and self._gap_level(w, i) == _PARAGRAPH else 0
 
     def _make_chunk(self, w: _Window, c0: int, c1: int) -> Chunk | None:
         """The stripped text of ``[c0, c1)`` with its exact token count, or None if blank.
