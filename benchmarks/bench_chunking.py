@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import string
 import subprocess
 import tempfile
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import peak_rss_mb
+from _edits import edit_summary
 
 from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
 from holodeck.ingest.chunker import chunk_text, max_chunk_chars
@@ -73,12 +73,7 @@ def main() -> None:
         json.dumps(
             {
                 "documents": min(args.files, len(files)),
-                "chunks": chunks_total,
-                "mean_tokens_per_chunk": round(statistics.mean(fills), 1),
-                "edits": len(changed),
-                "changed_chunks_per_edit_mean": round(statistics.mean(changed), 2),
-                "changed_chunks_per_edit_p90": sorted(changed)[int(0.9 * len(changed))],
-                "changed_chunks_per_edit_max": max(changed),
+                **edit_summary(chunks_total, fills, changed),
                 "cpu_s": round(time.process_time() - started, 1),
             }
         )

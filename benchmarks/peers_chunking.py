@@ -10,7 +10,6 @@ Prints one JSON line per splitter. Not part of the product.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,8 @@ from langchain_text_splitters.base import Tokenizer, split_text_on_tokens
 from tokenizers import Tokenizer as HFTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _edits import edit_summary
+
 from holodeck.embeddings.local import BUILTIN_TOKENIZER
 
 TOKENS, OVERLAP = 254, 50
@@ -67,12 +68,7 @@ for name, split in splitters().items():
             {
                 "splitter": name,
                 "documents": len(data["documents"]),
-                "chunks": chunks,
-                "mean_tokens_per_chunk": round(statistics.mean(fills), 1),
-                "edits": len(changed),
-                "changed_chunks_per_edit_mean": round(statistics.mean(changed), 2),
-                "changed_chunks_per_edit_p90": sorted(changed)[int(0.9 * len(changed))],
-                "changed_chunks_per_edit_max": max(changed),
+                **edit_summary(chunks, fills, changed),
             }
         ),
         flush=True,
