@@ -44,7 +44,7 @@ _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
 # A sentence end, possibly followed by closing quotes or brackets.
 _SENTENCE_END = re.compile(rf"[.!?\u2026{_CJK_SENTENCE_END}][\"')\]\u201d\u2019\u00bb]*\Z")
 
-_PARAGRAPH, _SENTENCE, _LINE, _SPACE = 4, 3, 2, 1
+_PARAGRAPH, _SENTENCE, _LINE, _SPACE, _IN_WORD = 4, 3, 2, 1, 0
 _HASH_CONTEXT = 32  # characters either side of a gap that decide ties between equal gaps
 #: How strongly the draw between equal gaps favours late ones: a gap's weight is its
 #: distance from the chunk start to the power of this. 0 is an even draw (stablest, least
@@ -148,7 +148,7 @@ class _Chunker:
                 continue
             limit = s + self.budget  # tokens s .. limit-1 fit, by the window's estimate
             while True:
-                c1, in_word = self._choose_cut(w, c0, s, limit)
+                c1, level = self._choose_cut(w, c0, s, limit)
                 chunk = self._make_chunk(w, head if head < c1 else c0, c1)
                 if chunk is None or chunk.token_count <= self.chunk_size:
                     break
@@ -164,9 +164,11 @@ class _Chunker:
                 chunks.append(chunk)
             if c1 >= self.content_end:
                 break
-            c0 = head = self._next_start(w, c0, c1, in_word)
-            if self.overlap and not in_word:
-                head = max(c0, self._paragraph_after(w, c1))
+            c0 = self._next_start(w, c0, c1, level)
+            # A cut between paragraphs splits no passage: the next chunk's text starts at
+            # the next paragraph, without the overlap. Its cut is still chosen from c0, so
+            # the cuts (and the chunks an edit re-embeds) stay where the overlap put them.
+            head = self._word_after(w, c1) if level == _PARAGRAPH else c0
         return chunks
 
     def _window_for(self, c0: int) -> _Window:
@@ -202,12 +204,13 @@ class _Chunker:
             gap_ends=[b for _, b in gaps],
         )
 
-    def _choose_cut(self, w: _Window, c0: int, s: int, limit: int) -> tuple[int, bool]:
-        """Where the chunk starting at ``c0`` (token ``s``) ends, and whether inside a word."""
+    def _choose_cut(self, w: _Window, c0: int, s: int, limit: int) -> tuple[int, int]:
+        """Where the chunk starting at ``c0`` (token ``s``) ends, and the level of that
+        boundary (``_IN_WORD`` if it cuts a word)."""
         n = len(w.tok_starts)
         cap = c0 + self.max_chars
         if limit >= n and w.end >= self.content_end and self.content_end <= cap:
-            return self.content_end, False  # the rest fits
+            return self.content_end, _PARAGRAPH  # the rest fits
         # Cutting at or before hi keeps tokens < limit and the characters within the bound.
         hi = min(w.tok_starts[limit] if limit < n else w.end, cap)
         taken = bisect_left(w.tok_starts, hi)  # tokens starting before hi
@@ -222,11 +225,11 @@ class _Chunker:
             tied = [first + k for k, level in enumerate(levels) if level == top]
             reach = hi - c0
             best = max(tied, key=lambda i: self._draw(w, i, c0, reach))
-            return w.gap_starts[best], False
+            return w.gap_starts[best], top
         # One "word" longer than the budget (a base64 blob, a URL): cut between tokens.
         if hi > c0:
-            return hi, True
-        return w.tok_ends[s] if w.tok_ends[s] > c0 else c0 + 1, True
+            return hi, _IN_WORD
+        return w.tok_ends[s] if w.tok_ends[s] > c0 else c0 + 1, _IN_WORD
 
     def _gaps_between(self, w: _Window, lo: int, hi: int) -> tuple[int, int]:
         """Index range of the window's gaps starting in ``[lo, hi]``."""
@@ -256,7 +259,7 @@ class _Chunker:
         weight = ((start - c0) / reach) ** _FILL_BIAS
         return u ** (1 / weight) if weight > 0 else 0.0, start
 
-    def _next_start(self, w: _Window, c0: int, c1: int, in_word: bool) -> int:
+    def _next_start(self, w: _Window, c0: int, c1: int, level: int) -> int:
         """Start of the next chunk: after the best boundary at most ``overlap`` tokens before
         c1 (paragraph, sentence, line, word), the earliest of the best. The overlap is whole
         sentences where the text has them, as a reader would quote it, and no longer than
@@ -269,24 +272,15 @@ class _Chunker:
             if first < last:
                 best = max(range(first, last), key=lambda i: (self._gap_level(w, i), -i))
                 return w.gap_ends[best]
-        if in_word:
-            return c1
-        i = bisect_left(w.gap_ends, c1)  # the gap at c1: the next word starts at its end
+        return c1 if level == _IN_WORD else self._word_after(w, c1)
+
+    def _word_after(self, w: _Window, c1: int) -> int:
+        """Where the first word after the gap at ``c1`` starts."""
+        i = bisect_left(w.gap_ends, c1)
         if i < len(w.gap_ends):
             return w.gap_ends[i]
         match = _GAP.search(self.text, c1)  # the gap at c1 lies past the window's end
         return match.end() if match else len(self.text)
-
-    def _paragraph_after(self, w: _Window, c1: int) -> int:
-        """Where the next paragraph starts if the cut at ``c1`` is a paragraph break, else 0.
-
-        A cut between paragraphs splits no passage, so the next chunk's text starts there,
-        without the overlap. Its cut is still chosen as if it began at the overlap's start:
-        the cuts fall where they fell (so an edit re-embeds as few chunks as before), and
-        only the repeated sentences are left out."""
-        i = bisect_left(w.gap_starts, c1)
-        at_gap = i < len(w.gap_starts) and w.gap_starts[i] == c1
-        return w.gap_ends[i] if at_gap and self._gap_level(w, i) == _PARAGRAPH else 0
 
     def _make_chunk(self, w: _Window, c0: int, c1: int) -> Chunk | None:
         """The stripped text of ``[c0, c1)`` with its exact token count, or None if blank.
