@@ -22,18 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import chromadb
+from _langchain import model_tokens, splitters
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-from langchain_text_splitters.base import Tokenizer, split_text_on_tokens
-from tokenizers import Tokenizer as HFTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from holodeck.embeddings.local import BUILTIN_TOKENIZER, LocalOnnxEmbedder
+from holodeck.embeddings.local import LocalOnnxEmbedder
 
 #: Documents per ``add`` call (under Chroma's max batch size of 5,461).
 BATCH = 5000
-#: Text tokens per chunk and overlap: 256 with the model's two special tokens, 50 shared.
-TOKENS, OVERLAP = 254, 50
 
 
 class HolodeckEmbedding(EmbeddingFunction[Documents]):
@@ -81,27 +77,13 @@ def add_batched(col: Any, rows: list[list[str]]) -> None:
         )
 
 
-def encode(text: str) -> list[int]:
-    """The model's token ids of ``text``, without its special tokens."""
-    return list(HF.encode(text, add_special_tokens=False).ids)
-
-
-def langchain_rows(docs: list[str], how: str) -> list[list[str]]:
+def langchain_rows(docs: list[str], mode: str) -> list[list[str]]:
     """The converted texts split by LangChain, as rows of (id, text, document id)."""
-    if how == "tokens":
-        tokenizer = Tokenizer(OVERLAP, TOKENS, HF.decode, encode)
-        split = [split_text_on_tokens(text=doc, tokenizer=tokenizer) for doc in docs]
-    else:
-        splitter = RecursiveCharacterTextSplitter(
-            chunk_size=TOKENS, chunk_overlap=OVERLAP, length_function=lambda t: len(encode(t))
-        )
-        split = [splitter.split_text(doc) for doc in docs]
+    split = [SPLITTERS[mode](doc) for doc in docs]
     return [[f"{d}:{i}", t, str(d)] for d, texts in enumerate(split) for i, t in enumerate(texts)]
 
 
-HF = HFTokenizer.from_file(str(BUILTIN_TOKENIZER))
-HF.no_truncation()
-HF.no_padding()
+SPLITTERS = splitters()
 rows = json.loads(Path(sys.argv[1]).read_text())
 docs = json.loads(Path(sys.argv[2]).read_text())
 modes = sys.argv[3].split(",")
@@ -115,7 +97,7 @@ for mode in modes:
     )
     started = time.perf_counter()
     if mode.startswith("langchain_"):
-        split = langchain_rows(docs, mode.removeprefix("langchain_"))
+        split = langchain_rows(docs, mode)
         out[f"split_{mode}_s"] = time.perf_counter() - started
         add_batched(col, split)
     else:
@@ -125,5 +107,5 @@ for mode in modes:
     assert col.count() == len(split)
     if mode.startswith("langchain_"):  # what the model was given (two special tokens each)
         out[f"{mode}_chunks"] = len(split)
-        out[f"{mode}_tokens"] = sum(min(len(encode(r[1])) + 2, 256) for r in split)
+        out[f"{mode}_tokens"] = sum(model_tokens(r[1]) for r in split)
 print(json.dumps(out))
