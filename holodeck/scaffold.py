@@ -217,6 +217,14 @@ tools:
     source: {_quote(where)}
     top_k: 5                        # results per search (1-100)
 
+# Metrics that judge each case's answer (`holodeck test`), asked of a judge model. Uncomment
+# with a model: above; standard ones (rouge, bleu, f1_score, equality, numeric) need none.
+# evaluations:
+#   metrics:
+#     - type: rag
+#       metric_type: faithfulness     # each claim of the answer supported by the passages
+#       threshold: 0.8
+
 # Checks for `holodeck test` (exit code 0 when every case passes). This one was made from
 # {case.origin}; replace it with questions your documents must answer.
 test_cases:

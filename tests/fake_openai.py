@@ -19,13 +19,16 @@ Endpoints (any prefix, so Azure's ``/openai/deployments/<d>/...`` paths work too
 - ``POST .../chat/completions``: answers with the next scripted reply, as one JSON body or,
   when the request says ``"stream": true``, as server-sent events (text in ``chunk_size``
   pieces, tool calls as the API streams them: id and name first, then argument pieces).
-  With nothing scripted it answers 400 "fake_openai: no scripted chat reply", which the
-  client does not retry, so a test that under-scripts fails loudly.
+  With nothing scripted it asks ``responder`` (a function of the request body returning a
+  reply, such as ``fake_judge.judge``: an evaluation judge), and without one answers 400
+  "fake_openai: no scripted chat reply", which the client does not retry, so a test that
+  under-scripts fails loudly.
 - ``POST .../embeddings``: answers with the next scripted reply if any, else with
   deterministic pseudo-random unit vectors (seeded by each input's text) of ``dimensions``
   length (default 1536). ``encoding_format`` float and base64 are both honoured.
 
-Replies (module functions): ``text(content)``, ``tool_calls((name, args[, id]), ...)``,
+Replies (module functions): ``text(content[, logprobs=...])``,
+``tool_calls((name, args[, id]), ...)``,
 ``error(status, message, headers=...)`` (OpenAI's error body), ``vectors(dimensions)``
 (embeddings of another length for one request), ``raw(body, content_type)`` (any body as
 is, streamed or not: an HTML page, JSON that is not a completion, a truncated body).
@@ -41,7 +44,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,11 +64,19 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     dimensions: int = 0
     delay: float = 0.0
+    #: ``choices[0].logprobs.content`` of a whole answer: {token, logprob, top_logprobs}.
+    logprobs: list[dict[str, Any]] | None = None
+    finish: str = ""  # finish_reason instead of the usual one ("length": cut off)
 
 
-def text(content: str, delay: float = 0.0) -> Reply:
-    """An assistant answer with ``content`` (finish_reason ``stop``)."""
-    return Reply("text", content=content, delay=delay)
+def text(
+    content: str,
+    delay: float = 0.0,
+    logprobs: list[dict[str, Any]] | None = None,
+    finish: str = "",
+) -> Reply:
+    """An assistant answer with ``content`` (finish_reason ``stop``, or ``finish``)."""
+    return Reply("text", content=content, delay=delay, logprobs=logprobs, finish=finish)
 
 
 def tool_calls(*calls: tuple[Any, ...], content: str = "", delay: float = 0.0) -> Reply:
@@ -149,6 +160,8 @@ class FakeOpenAI:
         self.embeddings = Script()
         self.dimensions = dimensions
         self.chunk_size = chunk_size  # characters per streamed text chunk
+        #: Answers a chat request when nothing is scripted (None: a 400 error).
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -187,6 +200,10 @@ class FakeOpenAI:
     def chat_requests(self) -> list[dict[str, Any]]:
         """Bodies of the chat requests received, oldest first."""
         return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def judge_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the chat requests that asked for JSON fitting a schema (a judge's)."""
+        return [b for b in self.chat_requests() if "response_format" in b]
 
     def embedding_requests(self) -> list[dict[str, Any]]:
         """Bodies of the embedding requests received, oldest first."""
@@ -251,6 +268,8 @@ class FakeOpenAI:
 
     def _chat(self, h: BaseHTTPRequestHandler, body: dict[str, Any], record: Recorded) -> None:
         reply = self.chat.pop()
+        if reply is None and self.responder is not None:
+            reply = self.responder(body)
         if reply is None:
             reply = error(400, "fake_openai: no scripted chat reply")
         if reply.kind == "error":
@@ -276,14 +295,17 @@ class FakeOpenAI:
                 {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
                 for i, n, a in reply.calls
             ]
-        finish = "tool_calls" if reply.kind == "tool_calls" else "stop"
+        finish = reply.finish or ("tool_calls" if reply.kind == "tool_calls" else "stop")
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+        if reply.logprobs is not None and body.get("logprobs"):
+            choice["logprobs"] = {"content": reply.logprobs}
         data = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            "choices": [choice],
+            "usage": _usage(body, reply.content),
         }
         self._send_json(h, record, 200, data)
 
@@ -376,6 +398,17 @@ class FakeOpenAI:
             200,
             {"object": "list", "data": data, "model": body.get("model"), "usage": usage},
         )
+
+
+def _usage(body: dict[str, Any], answer: str) -> dict[str, int]:
+    """Token counts as words (at least 1 each way): enough for a summary to add up."""
+    prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
+    prompt, completion = max(1, prompt), max(1, len(answer.split()))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 @pytest.fixture

@@ -24,17 +24,38 @@ from holodeck.config.loader import load_project
 from holodeck.config.models import TestCase
 from holodeck.console import make_console
 from holodeck.errors import ConfigError
+from holodeck.evaluations.baseline import DEFAULT_MAX_DROP, compare, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
-from holodeck.testing.reports import FORMATS, report_format, write_junit, write_report
+from holodeck.testing.reports import (
+    FORMATS,
+    baseline_line,
+    judge_usage,
+    report_format,
+    suite_dict,
+    write_junit,
+    write_report,
+)
 from holodeck.testing.runner import CaseResult, SuiteResult, TestRunner
 from holodeck.tools.vectorstore_tool import build_tools
 
 _LABEL = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
 _STYLE = {"passed": "green", "failed": "red", "error": "bold red"}
+_METRIC_LABEL = {**_LABEL, "skipped": "skipped"}
+_METRIC_STYLE = {**_STYLE, "skipped": "dim"}
 _NAME_WIDTH = 40
 
 
-@click.command("test")
+class _TestCommand(click.Command):
+    """Also answers to ``holodeck test run [AGENT]``, as the original HoloDeck's CI scripts
+    call it (unless a file named ``run`` is the agent file meant)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] == "run" and not Path("run").is_file():
+            args = args[1:]
+        return super().parse_args(ctx, args)
+
+
+@click.command("test", cls=_TestCommand)
 @agent_argument
 @agent_option
 @click.option("--force-ingest", is_flag=True, help="Re-ingest every file before testing.")
@@ -77,6 +98,24 @@ _NAME_WIDTH = 40
     default=None,
     help="Write JUnit XML for CI.",
 )
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A JSON report of an earlier run: fail a case that passed there when one of its "
+    "scores dropped by more than --max-drop.",
+)
+@click.option(
+    "--max-drop",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=DEFAULT_MAX_DROP,
+    show_default=True,
+    help="How far a score may drop below the baseline's.",
+)
+@click.option(
+    "--no-cache", is_flag=True, help="Ask the judge again instead of reusing cached replies."
+)
 @click.pass_context
 def test(
     ctx: click.Context,
@@ -89,6 +128,9 @@ def test(
     report_path: Path | None,
     report_fmt: str | None,
     junit_path: Path | None,
+    baseline_path: Path | None,
+    max_drop: float,
+    no_cache: bool,
 ) -> None:
     """Run the agent's test cases (ingesting whatever changed first).
 
@@ -100,6 +142,7 @@ def test(
     project = load_project(agent_path(agent_opt, agent_arg))
     cases = select_cases(load_cases(project), keywords, limit)
     fmt = report_format(report_path, report_fmt) if report_path else None
+    baseline = load_baseline(baseline_path) if baseline_path else None
     tools = build_tools(project)
     if not tools and project.agent.model is None:
         raise ConfigError(
@@ -109,7 +152,15 @@ def test(
     quiet = bool(ctx.obj.get("quiet"))
     out = _Output(make_console(highlight=False, soft_wrap=True), cases, quiet)
     try:
-        runner = TestRunner(project, tools, parallel, on_start=out.started, on_done=out.done)
+        runner = TestRunner(
+            project,
+            tools,
+            parallel,
+            on_start=out.started,
+            on_done=out.done,
+            use_cache=not no_cache,
+        )
+        runner.evaluator.prepare(cases)  # a judge without a key: exit 2 before any work
         ingest_tools(tools, force_ingest, quiet, wait=False)
         out.header(runner.mode, project.agent.model.name if project.agent.model else None)
         with out.spinner():
@@ -117,7 +168,10 @@ def test(
     finally:
         for tool in tools:
             tool.close()
+    if baseline is not None and baseline_path is not None:
+        suite.baseline = compare(suite, baseline, str(baseline_path), max_drop)
     out.table(suite)
+    out.metrics(suite)
     out.summary(suite)
     if report_path is not None and fmt is not None:
         write_report(suite, report_path, fmt)
@@ -240,6 +294,42 @@ class _Output:
         p50, p95 = suite.latency(50), suite.latency(95)
         if p50 is not None and p95 is not None:
             self.console.print(f"Latency: p50 {p50:.2f} s, p95 {p95:.2f} s")
+        data = suite_dict(suite)
+        if suite.judges:
+            self.console.print(f"Judge {', '.join(suite.judges)}: {judge_usage(data['judge'])}")
+        if data["baseline"]:
+            b = data["baseline"]
+            self.console.print(Text(baseline_line(b), style="red" if b["regressions"] else "green"))
+            for r in b["regressions"]:
+                self.console.print(
+                    f"  {r['case']}: {r['metric']} {r['before']:.2f} -> {r['after']:.2f}"
+                )
+
+    def metrics(self, suite: SuiteResult) -> None:
+        """Each case's evaluation metrics: score, threshold, result and the judge's reason."""
+        rows = [(r, m) for r in suite.results for m in r.metrics]
+        if self.quiet or not rows:
+            return
+        table = Table(title="Evaluations", title_justify="left")
+        for name, justify in (
+            ("case", "left"),
+            ("metric", "left"),
+            ("score", "right"),
+            ("threshold", "right"),
+            ("result", "left"),
+            ("reason", "left"),
+        ):
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for r, m in rows:
+            table.add_row(
+                r.case.name,
+                m.name,
+                "-" if m.score is None else f"{m.score:.2f}",
+                "-" if m.threshold is None else f"{m.threshold:.2f}",
+                Text(_METRIC_LABEL[m.status], style=_METRIC_STYLE[m.status]),
+                m.reason,
+            )
+        self.console.print(table)
 
     def note(self, text: str) -> None:
         if not self.quiet:
@@ -250,7 +340,9 @@ def _failed_checks(result: CaseResult) -> str:
     """The table's short reason: the failing checks, or the error's type (lines say more)."""
     if result.status == "error":
         return f"error: {result.error_type}"
-    return ", ".join(c.kind.removeprefix("expected_") for c in result.checks if not c.passed)
+    failed = [c.kind.removeprefix("expected_") for c in result.checks if not c.passed]
+    failed += [m.name for m in result.metrics if m.status == "failed"]
+    return ", ".join(failed)
 
 
 def _plural(n: int, word: str) -> str:

@@ -270,18 +270,32 @@ def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label:
     (``sk-...${NOPE:-}``) or a default (``${KEY:-sk-...}``) would all keep a key in the file.
     The value is never echoed: it may be the key.
     """
-    model = data.get("model")
-    if not isinstance(model, dict) or model.get("api_key") is None:
-        return
-    key = model["api_key"]
-    if not (isinstance(key, str) and _ONE_VARIABLE.fullmatch(key)):
-        line = _line_of(node, ("model", "api_key"))
+    for loc, model in _model_sections(data):
+        key = model.get("api_key")
+        if key is None or (isinstance(key, str) and _ONE_VARIABLE.fullmatch(key)):
+            continue
+        line = _line_of(node, (*loc, "api_key"))
         raise ConfigError(
-            f"{label}:{line}: model.api_key: must be exactly one ${{VAR}} reference without a "
-            "default (a literal key or a default would keep the key in the file); write "
-            "api_key: ${OPENAI_API_KEY} (or another variable) and set it in the environment "
-            "or .env"
+            f"{label}:{line}: {_dotted((*loc, 'api_key'))}: must be exactly one ${{VAR}} "
+            "reference without a default (a literal key or a default would keep the key in "
+            "the file); write api_key: ${OPENAI_API_KEY} (or another variable) and set it in "
+            "the environment or .env"
         )
+
+
+def _model_sections(data: Any, loc: Loc = ()) -> list[tuple[Loc, dict[str, Any]]]:
+    """Every ``model:`` mapping of agent.yaml: the agent's and the evaluation judges'."""
+    found: list[tuple[Loc, dict[str, Any]]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "model" and isinstance(value, dict):
+                found.append(((*loc, key), value))
+            elif isinstance(value, dict | list):
+                found += _model_sections(value, (*loc, key))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            found += _model_sections(item, (*loc, i))
+    return found
 
 
 def _validate(
@@ -291,16 +305,16 @@ def _validate(
         return model.model_validate(data)
     except pydantic.ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        loc: Loc = tuple(err["loc"])
-        raise ConfigError(_describe_error(model, err, loc, node, label)) from None
+        raise ConfigError(_describe_error(model, err, tuple(err["loc"]), node, label)) from None
 
 
 def _describe_error(
     model: type[pydantic.BaseModel], err: Any, loc: Loc, node: yaml.Node | None, label: str
 ) -> str:
     """One line for the first validation error: file, line, field path, what would be valid."""
-    line = _line_of(node, loc)
-    where = _dotted(loc) or "(top level)"
+    in_file, _ = _walk(model, loc)
+    line = _line_of(node, in_file)
+    where = _dotted(in_file) or "(top level)"
     kind = err["type"]
     if kind == "extra_forbidden":
         key = str(loc[-1])
@@ -318,30 +332,59 @@ def _describe_error(
 
 def _fields_at(model: type[pydantic.BaseModel], loc: Loc) -> list[str]:
     """The valid keys of the model found by following ``loc`` through nested models."""
-    current: Any = model
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
-            return []
-        info = current.model_fields.get(part)
-        if info is None:
-            return []
-        current = _model_in(info.annotation)
+    _, current = _walk(model, loc)
     if isinstance(current, type) and issubclass(current, pydantic.BaseModel):
         return list(current.model_fields)
     return []
 
 
-def _model_in(annotation: Any) -> Any:
-    """The pydantic model inside ``X | None`` or ``list[X]``, if any."""
+def _walk(model: type[pydantic.BaseModel], loc: Loc) -> tuple[Loc, Any]:
+    """``loc`` without the tags pydantic adds after a discriminated union (``metrics[0]
+    .geval.name`` is ``metrics[0].name`` in the file), and the model it ends at."""
+    current: Any = model
+    kept: list[str | int] = []
+    for part in loc:
+        if isinstance(part, int):
+            kept.append(part)
+            continue
+        members = [m for m in _models_in(current) if _tag_of(m) == part]
+        if len(_models_in(current)) > 1 and members:
+            current = members[0]  # a union's tag: not a key of the file
+            continue
+        kept.append(part)
+        if not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
+            current = None
+            continue
+        info = current.model_fields.get(part)
+        current = None if info is None else _field_model(info.annotation)
+    return tuple(kept), current
+
+
+def _field_model(annotation: Any) -> Any:
+    """The model a field holds (``X | None``, ``list[X]``), or its union of models."""
+    models = _models_in(annotation)
+    if len(models) == 1:
+        return models[0]
+    return annotation if models else None
+
+
+def _models_in(annotation: Any) -> list[type[pydantic.BaseModel]]:
+    """Every pydantic model inside ``X | None``, ``list[X]``, ``Annotated[...]`` or a union."""
     if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
+        return [annotation]
+    found: list[type[pydantic.BaseModel]] = []
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found += [m for m in _models_in(arg) if m not in found]
+    origin = getattr(annotation, "__origin__", None)
+    if origin is not None and not found and origin is not annotation:
+        found = _models_in(origin)
+    return found
+
+
+def _tag_of(model: type[pydantic.BaseModel]) -> Any:
+    """The ``type`` a member of a discriminated union is chosen by."""
+    info = model.model_fields.get("type")
+    return info.default if info is not None else None
 
 
 def _line_of(node: yaml.Node | None, loc: Loc) -> int:

@@ -7,11 +7,14 @@ contract leaves open (chunking, test cases, the LLM) is added with plain names.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from holodeck.ingest.discover import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
+
+if TYPE_CHECKING:
+    from holodeck.config.evaluations import EvaluationConfig, Metric
 
 #: Embedding models the OpenAI API offers (contract rule 4).
 OPENAI_EMBEDDING_MODELS = (
@@ -266,20 +269,34 @@ class TestCase(StrictModel):
         default=None, description="Files, relative to the project root or to a tool's source."
     )
     expected_content: list[str] | None = None
+    evaluations: list[Metric] | None = Field(
+        default=None,
+        description="Metrics for this case: added to evaluations.metrics, or overriding the "
+        "agent's metric of the same kind.",
+    )
+    retrieval_context: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None,
+        min_length=1,
+        description="Passages the rag and geval metrics judge instead of what the tools returned.",
+    )
 
-    @model_validator(mode="after")
-    def _checks_something(self) -> TestCase:
-        if not (
+    @property
+    def checks_something(self) -> bool:
+        """Whether the case has a check of its own (agent-level evaluations may judge it)."""
+        return bool(
             self.ground_truth
             or self.expected_tools
             or self.expected_sources
             or self.expected_content
-        ):
-            raise ValueError(
-                "a test case needs at least one of ground_truth, expected_tools, "
-                "expected_sources, expected_content"
-            )
-        return self
+            or self.evaluations
+        )
+
+    @field_validator("evaluations")
+    @classmethod
+    def _unique_metrics(cls, metrics: list[Any] | None) -> list[Any] | None:
+        from holodeck.config.evaluations import unique_metrics
+
+        return unique_metrics(metrics) if metrics else metrics
 
 
 class AgentConfig(StrictModel):
@@ -307,6 +324,9 @@ class AgentConfig(StrictModel):
         le=1.0,
         description="Similarity a ground_truth needs, unless a test case sets its own.",
     )
+    evaluations: EvaluationConfig | None = Field(
+        default=None, description="Metrics that judge every test case's answer, and the judge."
+    )
 
     @field_validator("tools")
     @classmethod
@@ -324,3 +344,8 @@ class AgentConfig(StrictModel):
     def tenant_id(self) -> str:
         """Tenant of this agent's knowledge bases in a shared index."""
         return self.tenant or self.name
+
+
+# The evaluation models build on ModelConfig and StrictModel above: imported last, they
+# complete TestCase and AgentConfig (see the end of evaluations.py).
+from holodeck.config import evaluations as _evaluations  # noqa: E402, F401

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import field_validator
@@ -27,6 +28,7 @@ from holodeck.config.loader import (
 )
 from holodeck.config.models import StrictModel, TestCase, require_unique_names
 from holodeck.errors import ConfigError
+from holodeck.evaluations.evaluator import metric_problem
 
 #: Arguments a vectorstore tool takes (the contract's function definition).
 TOOL_ARGUMENTS = ("query",)
@@ -91,7 +93,18 @@ def load_cases(project: Project) -> list[TestCase]:
                 f"must be unique: {case.name!r} appears twice"
             )
         seen.add(case.name)
+        if not case.checks_something and project.agent.evaluations is None:
+            raise ConfigError(
+                f"{origin.label}:{origin.line()}: {origin.where()}: a test case needs at least "
+                "one of ground_truth, expected_tools, expected_sources, expected_content, "
+                "evaluations (or evaluations: in agent.yaml)"
+            )
         _check_tools(case, origin, project)
+        _check_metrics(case.evaluations or [], origin, ("evaluations",), project)
+    evaluations = project.agent.evaluations
+    if evaluations is not None:
+        agent_origin = _Origin(label, agent_node, ("evaluations", "metrics"))
+        _check_metrics(evaluations.metrics, agent_origin, (), project)
     return [case for case, _ in found]
 
 
@@ -143,6 +156,18 @@ def _check_tools(case: TestCase, origin: _Origin, project: Project) -> None:
                     f"{expected.name} takes no argument {arg!r} "
                     f"(arguments: {', '.join(TOOL_ARGUMENTS)})"
                 )
+
+
+def _check_metrics(
+    metrics: list[Any], origin: _Origin, prefix: tuple[str, ...], project: Project
+) -> None:
+    """Every enabled metric can run: it has a judge, and an answer when it reads one."""
+    for j, metric in enumerate(metrics):
+        problem = metric_problem(project, metric) if metric.enabled else None
+        if problem:
+            raise ConfigError(
+                f"{origin.label}:{origin.line(*prefix, j)}: {origin.where(*prefix, j)}: {problem}"
+            )
 
 
 def select_cases(

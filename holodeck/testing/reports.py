@@ -65,7 +65,35 @@ def suite_dict(suite: SuiteResult) -> dict[str, Any]:
             "latency_p95": _round(suite.latency(95)),
             "exit_code": suite.exit_code,
         },
+        "judge": {
+            "models": suite.judges,
+            "calls": suite.judge.calls,
+            "tokens": suite.judge.tokens,
+            "cached": suite.judge.cached,
+        },
+        "baseline": _baseline_dict(suite),
         "cases": [case_dict(r) for r in suite.results],
+    }
+
+
+def _baseline_dict(suite: SuiteResult) -> dict[str, Any] | None:
+    """The --baseline comparison: the file, the drop allowed, and every regression."""
+    b = suite.baseline
+    if b is None:
+        return None
+    return {
+        "file": b.path,
+        "max_drop": b.max_drop,
+        "compared": b.compared,
+        "regressions": [
+            {
+                "case": r.case,
+                "metric": r.metric,
+                "before": _round(r.before),
+                "after": _round(r.after),
+            }
+            for r in b.regressions
+        ],
     }
 
 
@@ -96,6 +124,19 @@ def case_dict(result: CaseResult) -> dict[str, Any]:
                 "threshold": c.threshold,
             }
             for c in result.checks
+        ],
+        "metrics": [
+            {
+                "name": m.name,
+                "type": m.type,
+                "status": m.status,
+                "score": _round(m.score),
+                "threshold": m.threshold,
+                "passed": m.status == "passed",
+                "reason": m.reason or None,
+                "judge": m.judge,
+            }
+            for m in result.metrics
         ],
         "tool_calls": [call_dict(c) for c in result.tool_calls],
         "rounds": result.rounds,
@@ -142,6 +183,21 @@ def write_junit(suite: SuiteResult, path: Path) -> None:
 # -- Markdown ---------------------------------------------------------------------------
 
 _STATUS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+_METRIC_STATUS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "skipped"}
+
+
+def judge_usage(judge: dict[str, Any]) -> str:
+    """``12 calls, 8,431 tokens, 3 from the cache``."""
+    return f"{judge['calls']} calls, {judge['tokens']:,} tokens, {judge['cached']} from the cache"
+
+
+def baseline_line(baseline: dict[str, Any]) -> str:
+    """``baseline old.json: 4 cases compared, 1 regression (max drop 0.05)``."""
+    n = len(baseline["regressions"])
+    return (
+        f"baseline {baseline['file']}: {baseline['compared']} cases compared, {n} "
+        f"regression{'' if n == 1 else 's'} (max drop {baseline['max_drop']:.2f})"
+    )
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -163,6 +219,10 @@ def markdown(data: dict[str, Any]) -> str:
             f"recall {_num(s['recall'])}"
         )
     lines.append(f"- latency p50 {_secs(s['latency_p50'])}, p95 {_secs(s['latency_p95'])}")
+    if data["judge"]["models"]:
+        lines.append(f"- judge {', '.join(data['judge']['models'])}: {judge_usage(data['judge'])}")
+    if data["baseline"]:
+        lines.append(f"- {baseline_line(data['baseline'])}")
     lines += [
         "",
         "| # | case | result | first hit | ground truth | latency | reason |",
@@ -191,6 +251,17 @@ def markdown(data: dict[str, Any]) -> str:
             for check in c["checks"]:
                 mark = "pass" if check["passed"] else "**FAIL**"
                 lines.append(f"- {mark} {check['check']}: {check['detail']}")
+        if c["metrics"]:
+            lines += [
+                "",
+                "| metric | score | threshold | result | reason |",
+                "|---|---|---|---|---|",
+            ]
+            for m in c["metrics"]:
+                lines.append(
+                    f"| {_cell(m['name'])} | {_num(m['score'])} | {_num(m['threshold'])} | "
+                    f"{_METRIC_STATUS[m['status']]} | {_cell(m['reason'] or '')} |"
+                )
         if c["tool_calls"]:
             lines += ["", "Tool calls:", ""]
             for n, call in enumerate(c["tool_calls"], start=1):
@@ -251,6 +322,10 @@ def junit_xml(data: dict[str, Any]) -> str:
     for key in ("pass_rate", "top_k", "hit_rate", "mrr", "recall", "latency_p50", "latency_p95"):
         if s[key] is not None:
             ET.SubElement(props, "property", {"name": key, "value": str(s[key])})
+    if data["judge"]["models"]:
+        for key in ("calls", "tokens", "cached"):
+            value = str(data["judge"][key])
+            ET.SubElement(props, "property", {"name": f"judge_{key}", "value": value})
     for c in data["cases"]:
         case = ET.SubElement(
             suite,
@@ -261,12 +336,21 @@ def junit_xml(data: dict[str, Any]) -> str:
                 "time": f"{c['seconds']:.3f}",
             },
         )
+        if c["metrics"]:
+            metric_props = ET.SubElement(case, "properties")
+            for m in c["metrics"]:
+                for key in ("score", "threshold", "status", "reason"):
+                    if m[key] is not None:
+                        ET.SubElement(
+                            metric_props,
+                            "property",
+                            {"name": f"metric.{_xml(m['name'])}.{key}", "value": _xml(str(m[key]))},
+                        )
         if c["status"] == "failed":
-            failed = [ch for ch in c["checks"] if not ch["passed"]]
+            failed = [ch["check"] for ch in c["checks"] if not ch["passed"]]
+            failed += [f"metric:{m['name']}" for m in c["metrics"] if m["status"] == "failed"]
             node = ET.SubElement(
-                case,
-                "failure",
-                {"message": _xml(c["reason"]), "type": ",".join(ch["check"] for ch in failed)},
+                case, "failure", {"message": _xml(c["reason"]), "type": _xml(",".join(failed))}
             )
             node.text = _xml(_case_text(c))
         elif c["status"] == "error":
@@ -290,6 +374,11 @@ def _case_text(c: dict[str, Any]) -> str:
         lines.append(
             f"[{'pass' if check['passed'] else 'FAIL'}] {check['check']}: {check['detail']}"
         )
+    for m in c["metrics"]:
+        score = "-" if m["score"] is None else f"{m['score']:.2f}"
+        limit = "" if m["threshold"] is None else f" (threshold {m['threshold']:.2f})"
+        reason = f": {m['reason']}" if m["reason"] else ""
+        lines.append(f"[{_METRIC_STATUS[m['status']]}] metric {m['name']} {score}{limit}{reason}")
     if c["status"] == "error":
         lines.append(f"[ERROR] {c['reason']}")
     for call in c["tool_calls"]:

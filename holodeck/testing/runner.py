@@ -20,6 +20,9 @@ from typing import Literal
 from holodeck.agent.loop import Agent, ToolCallRecord
 from holodeck.config.loader import Project
 from holodeck.config.models import TestCase
+from holodeck.evaluations.baseline import BaselineResult
+from holodeck.evaluations.evaluator import Evaluator, MetricResult
+from holodeck.evaluations.judge import Usage
 from holodeck.redact import redact
 from holodeck.testing import metrics
 from holodeck.testing.checks import (
@@ -57,6 +60,7 @@ class CaseResult:
     source_ranks: dict[str, int | None] = field(default_factory=dict)
     rounds: int = 0
     error_type: str | None = None
+    metrics: list[MetricResult] = field(default_factory=list)  # evaluations:, in order
 
     @property
     def ground_truth_score(self) -> float | None:
@@ -82,6 +86,9 @@ class SuiteResult:
     seconds: float
     results: list[CaseResult]
     top_k: int | None  # the tools' top_k when they share one (the k of hit rate@k)
+    judge: Usage = field(default_factory=Usage)  # what the evaluation judges cost
+    judges: list[str] = field(default_factory=list)  # provider:name of each judge used
+    baseline: BaselineResult | None = None  # set by the --baseline comparison
 
     def count(self, status: Status) -> int:
         """Cases with this status."""
@@ -145,6 +152,7 @@ class TestRunner:
         parallel: int = 1,
         on_start: CaseCallback | None = None,
         on_done: DoneCallback | None = None,
+        use_cache: bool = True,
     ) -> None:
         if parallel < 1:
             raise ValueError("parallel must be at least 1")
@@ -154,6 +162,7 @@ class TestRunner:
         self.on_start = on_start
         self.on_done = on_done
         self._by_name = {tool.name: tool for tool in tools}
+        self.evaluator = Evaluator(project, use_cache)
         # Building the agent resolves endpoint and key now: a ConfigError before any work.
         self._agent: Agent | None = (
             Agent.from_project(project, tools) if project.agent.model is not None else None
@@ -185,6 +194,7 @@ class TestRunner:
         finally:
             if self._agent is not None:
                 await self._agent.close()
+            await self.evaluator.close()
         top_ks = {tool.resolved.config.top_k for tool in self.tools}
         model = self.project.agent.model
         return SuiteResult(
@@ -196,6 +206,8 @@ class TestRunner:
             seconds=time.perf_counter() - started,
             results=list(results),
             top_k=top_ks.pop() if len(top_ks) == 1 else None,
+            judge=self.evaluator.usage,
+            judges=self.evaluator.judges,
         )
 
     def _warm_up(self) -> None:
@@ -224,6 +236,7 @@ class TestRunner:
             else:
                 await self._converse(case, result)
             await asyncio.to_thread(self._check, case, result)
+            result.metrics = await self.evaluator.evaluate(case, result.answer, result.tool_calls)
         except Exception as exc:
             log.debug("test case %r errored", case.name, exc_info=True)  # -v: the traceback
             result.latency = result.latency or time.perf_counter() - started
@@ -231,10 +244,16 @@ class TestRunner:
             result.error_type = type(exc).__name__
             result.reason = redact(f"{type(exc).__name__}: {exc}")
         else:
-            failed = [c for c in result.checks if not c.passed]
-            if failed:
+            broken = [m for m in result.metrics if m.status == "error" and m.fail_on_error]
+            failed = [c.line() for c in result.checks if not c.passed]
+            failed += [m.line() for m in result.metrics if m.status == "failed"]
+            if broken:  # the judge could not judge: a runtime failure, not the agent's
+                result.status = "error"
+                result.error_type = "MetricError"
+                result.reason = "; ".join(m.line() for m in broken)
+            elif failed:
                 result.status = "failed"
-                result.reason = "; ".join(c.line() for c in failed)
+                result.reason = "; ".join(failed)
         result.seconds = time.perf_counter() - started
         return result
 

@@ -1,0 +1,254 @@
+"""Runs a test case's evaluation metrics on what the case produced, and says how each went.
+
+A case's metrics are the agent's ``evaluations.metrics`` with the case's own ``evaluations``
+added, a case metric replacing the agent's of the same kind (same standard ``metric``, geval
+``name`` or rag ``metric_type``); disabled ones are left out. Each gives a ``MetricResult``:
+
+- ``passed`` / ``failed``: a score, held to the metric's threshold (none: reported only);
+- ``skipped``: the case lacks what the metric reads (a ``ground_truth``), said in the reason;
+- ``error``: the metric could not be computed (judge unreachable, off-schema reply, an
+  answer that is not the JSON ``response_path`` expects). With ``fail_on_error`` (the
+  default) the case is then an error; without, a warning.
+
+The passages the rag and geval metrics read are the case's ``retrieval_context`` when it
+has one, else the chunks the case's tool calls returned, in the order they came.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from holodeck.agent.loop import ToolCallRecord
+from holodeck.config.envsubst import environment_for
+from holodeck.config.evaluations import GEvalMetric, RagMetric, StandardMetric
+from holodeck.config.loader import Project
+from holodeck.config.models import ModelConfig, TestCase
+from holodeck.evaluations.cache import JudgeCache
+from holodeck.evaluations.geval import StepsStore, score_geval
+from holodeck.evaluations.judge import Judge, JudgeError, Usage
+from holodeck.evaluations.rag import RagInputs, Scored, score_rag
+from holodeck.evaluations.standard import MetricError, score_standard
+from holodeck.redact import redact
+
+log = logging.getLogger("holodeck.evaluations")
+
+AnyMetric = StandardMetric | GEvalMetric | RagMetric
+MetricStatus = Literal["passed", "failed", "error", "skipped"]
+
+
+@dataclass
+class MetricResult:
+    """How one metric judged one case."""
+
+    name: str  # rouge, faithfulness, or the geval's name
+    type: str  # standard | geval | rag
+    status: MetricStatus
+    score: float | None
+    threshold: float | None
+    reason: str
+    judge: str | None = None  # provider:name of the judge, for judged metrics
+    fail_on_error: bool = True
+
+    def line(self) -> str:
+        """``faithfulness 0.40 < 0.80: reason``, as failure reasons and reports show it."""
+        if self.status == "error":
+            return f"{self.name}: error: {self.reason}"
+        if self.status == "skipped":
+            return f"{self.name}: skipped: {self.reason}"
+        assert self.score is not None
+        if self.threshold is None:
+            return f"{self.name} {self.score:.2f}: {self.reason}"
+        sign = ">=" if self.status == "passed" else "<"
+        return f"{self.name} {self.score:.2f} {sign} {self.threshold:.2f}: {self.reason}"
+
+
+def case_metrics(project: Project, case: TestCase) -> list[AnyMetric]:
+    """The metrics a case is held to: the agent's, with the case's added or overriding."""
+    merged: dict[str, AnyMetric] = {}
+    evaluations = project.agent.evaluations
+    for metric in evaluations.metrics if evaluations else []:
+        merged[metric.key] = metric
+    for metric in case.evaluations or []:
+        merged[metric.key] = metric
+    return [m for m in merged.values() if m.enabled]
+
+
+def judge_model(project: Project, metric: AnyMetric) -> ModelConfig | None:
+    """The metric's judge: its own ``model``, else ``evaluations.model``, else the agent's."""
+    evaluations = project.agent.evaluations
+    return metric.model or (evaluations.model if evaluations else None) or project.agent.model
+
+
+def missing_input(metric: AnyMetric, case: TestCase) -> str | None:
+    """Why this case cannot be scored by the metric (None: it can)."""
+    if case.ground_truth:
+        return None
+    if isinstance(metric, StandardMetric):
+        return "the case has no ground_truth to compare the answer with"
+    if isinstance(metric, RagMetric) and metric.metric_type in (
+        "contextual_precision",
+        "contextual_recall",
+    ):
+        return f"{metric.metric_type} needs the case's ground_truth"
+    if isinstance(metric, GEvalMetric) and "expected_output" in metric.evaluation_params:
+        return "evaluation_params has expected_output but the case has no ground_truth"
+    return None
+
+
+def reads_answer(metric: AnyMetric) -> bool:
+    """Whether the metric judges the agent's answer (impossible in retrieval-only mode)."""
+    if isinstance(metric, StandardMetric):
+        return True
+    if isinstance(metric, RagMetric):
+        return metric.needs_answer
+    return "actual_output" in metric.evaluation_params
+
+
+def metric_problem(project: Project, metric: AnyMetric) -> str | None:
+    """A configuration mistake that stops the metric from ever running (None: fine)."""
+    if metric.uses_judge and judge_model(project, metric) is None:
+        return (
+            f"{metric.type} metric {metric.label!r} needs a judge model: add evaluations.model: "
+            "(any provider model: accepts), a model: on the metric, or a model: for the agent"
+        )
+    if project.agent.model is None and reads_answer(metric):
+        what = (
+            "evaluation_params has actual_output"
+            if isinstance(metric, GEvalMetric)
+            else "it judges the agent's answer"
+        )
+        return (
+            f"{metric.type} metric {metric.label!r}: {what}, and without a model: holodeck test "
+            "runs retrieval-only (no answer); add a model:, or keep only contextual_relevancy, "
+            "contextual_precision, contextual_recall and geval metrics without actual_output"
+        )
+    return None
+
+
+class Evaluator:
+    """The metrics of one run; build it before ingesting so a bad judge config comes first."""
+
+    def __init__(self, project: Project, use_cache: bool = True) -> None:
+        self.project = project
+        self.usage = Usage()
+        self.cache = JudgeCache(project.root, read=use_cache)
+        self.steps = StepsStore(project.root)
+        self._env = environment_for(project.root)
+        self._judges: dict[str, Judge] = {}
+
+    def judge_for(self, metric: AnyMetric) -> Judge:
+        """The (shared) judge of a metric; a ConfigError when it has none or no key."""
+        model = judge_model(self.project, metric)
+        if model is None:  # refused when the cases load; kept for library callers
+            raise JudgeError(f"{metric.label} needs a judge: add evaluations.model")
+        key = model.model_dump_json()
+        if key not in self._judges:
+            self._judges[key] = Judge(model, self._env, self.cache, self.usage)
+        return self._judges[key]
+
+    def prepare(self, cases: Sequence[TestCase]) -> None:
+        """Resolve every judge the cases need now: a missing key is an error before any work."""
+        for case in cases:
+            for metric in case_metrics(self.project, case):
+                if metric.uses_judge:
+                    self.judge_for(metric)
+
+    @property
+    def judges(self) -> list[str]:
+        """``provider:name`` of the judges this run uses."""
+        return [j.label for j in self._judges.values()]
+
+    async def close(self) -> None:
+        """Close the judges' HTTP clients and the cache."""
+        for judge in self._judges.values():
+            await judge.close()
+        self.cache.close()
+
+    async def evaluate(
+        self, case: TestCase, answer: str | None, calls: Sequence[ToolCallRecord]
+    ) -> list[MetricResult]:
+        """Every metric of the case, concurrently; results in the metrics' order."""
+        metrics = case_metrics(self.project, case)
+        if not metrics:
+            return []
+        passages = list(case.retrieval_context or retrieved_passages(calls))
+        return list(await asyncio.gather(*(self._one(m, case, answer, passages) for m in metrics)))
+
+    async def _one(
+        self, metric: AnyMetric, case: TestCase, answer: str | None, passages: list[str]
+    ) -> MetricResult:
+        threshold = metric.effective_threshold()
+        judge = self.judge_for(metric) if metric.uses_judge else None
+        result = MetricResult(
+            name=metric.label,
+            type=metric.type,
+            status="skipped",
+            score=None,
+            threshold=threshold,
+            reason="",
+            judge=judge.label if judge else None,
+            fail_on_error=metric.fail_on_error,
+        )
+        why_not = missing_input(metric, case)
+        if why_not:
+            result.reason = why_not
+            return result
+        try:
+            scored = await self._score(metric, judge, case, answer, passages)
+        except (JudgeError, MetricError) as exc:
+            result.status = "error"
+            result.reason = redact(str(exc))
+            if not metric.fail_on_error:
+                log.warning(
+                    "Test case %s: metric %s could not be computed (fail_on_error: false): %s",
+                    case.name,
+                    metric.label,
+                    result.reason,
+                )
+            return result
+        result.score = min(1.0, max(0.0, scored.score))
+        keep_reason = not isinstance(metric, RagMetric) or metric.include_reason
+        result.reason = scored.reason if keep_reason else ""
+        result.status = "passed" if threshold is None or result.score >= threshold else "failed"
+        return result
+
+    async def _score(
+        self,
+        metric: AnyMetric,
+        judge: Judge | None,
+        case: TestCase,
+        answer: str | None,
+        passages: list[str],
+    ) -> Scored:
+        if isinstance(metric, StandardMetric):
+            score, reason = score_standard(metric, answer or "", case.ground_truth or "")
+            return Scored(score, reason)
+        assert judge is not None
+        if isinstance(metric, RagMetric):
+            inputs = RagInputs(case.input, answer, case.ground_truth, passages)
+            return await score_rag(metric.metric_type, judge, inputs)
+        steps = await self.steps.steps_for(metric, judge)
+        values = {
+            "input": case.input,
+            "actual_output": answer,
+            "expected_output": case.ground_truth,
+            "retrieval_context": passages,
+        }
+        return await score_geval(metric, judge, steps, values)
+
+
+def retrieved_passages(calls: Sequence[ToolCallRecord]) -> list[str]:
+    """The text of every result of the case's tool calls, in order, each text once."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for call in calls:
+        for result in call.results:
+            text = result.content.strip()
+            if text and text not in seen:
+                seen.add(text)
+                out.append(text)
+    return out
