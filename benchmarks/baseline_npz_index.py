@@ -1,6 +1,7 @@
 """The npz index of release 0.1.0 (memory + local adapters, verbatim), kept only so
 `bench_local_index.py` can measure the SQLite index against it side by side in one run.
-Not part of the product."""
+Not part of the product. The classes are renamed (0.1.0 called them ``MemoryIndexAdapter``
+and ``LocalIndexAdapter``) so no name means two things."""
 
 # ruff: noqa
 # mypy: ignore-errors
@@ -19,7 +20,7 @@ from holodeck.errors import IngestError
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 
-class MemoryIndexAdapter:
+class NpzMemoryIndex:
     """Chunks in a dict, vectors stacked into one matrix on demand for search."""
 
     backend = "memory"
@@ -229,7 +230,7 @@ INDEX_FILE = "index.npz"
 FORMAT_VERSION = 1
 
 
-class LocalIndexAdapter(MemoryIndexAdapter):
+class NpzIndex(NpzMemoryIndex):
     """A memory index loaded from and saved to one folder."""
 
     backend = "local"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from holodeck.errors import IngestError
-from holodeck.vectorstore.adapters import sqlite as sqlite_adapter
+from holodeck.vectorstore.adapters import sqlite_query
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
 from holodeck.vectorstore.store import VectorStore
@@ -293,8 +293,8 @@ def test_a_large_index_searched_in_parts_answers_as_in_one_pass(
 
     one_pass = answers()
     assert all(one_pass) and len({tuple(a) for a in one_pass}) > 1
-    monkeypatch.setattr(sqlite_adapter, "PARALLEL_MIN_ROWS", 40)
-    monkeypatch.setattr(LocalIndexAdapter, "_read_workers", lambda self: 3)
-    assert len(sqlite_adapter._id_ranges(1, 360, 3)) == 3
+    monkeypatch.setattr(sqlite_query, "PARALLEL_MIN_ROWS", 40)
+    monkeypatch.setattr(LocalIndexAdapter, "read_workers", lambda self: 3)
+    assert len(sqlite_query.id_ranges(1, 360, 3)) == 3
     assert answers() == one_pass
     store.adapter.close()

@@ -4,7 +4,8 @@ In WAL mode readers (``search``, ``chat``, ``test``, ``serve``) answer from what
 while an ingest writes, without waiting for it. Each thread has its own connection (a reader
 never sees another thread's open transaction); a file lock beside the database keeps two
 ingests apart. Opening reads only the schema version and the index's model: vectors load on
-the first search. An ``index.npz`` of earlier releases is imported once.
+the first search. An ``index.npz`` of earlier releases is imported once (``local_legacy``
+reads it; this module writes it, a one-way step).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from holodeck.errors import IngestError, IngestRunning
+from holodeck.vectorstore.adapters.local_legacy import LEGACY_FILE, mark_imported, read_npz
 from holodeck.vectorstore.adapters.local_schema import NewerIndexError, migrate
 from holodeck.vectorstore.adapters.sqlite import SqliteIndexAdapter
 
 log = logging.getLogger("holodeck.vectorstore")
 
 DB_FILE = "index.db"
-LEGACY_FILE = "index.npz"
 
 
 class LocalIndexAdapter(SqliteIndexAdapter):
@@ -88,12 +89,34 @@ class LocalIndexAdapter(SqliteIndexAdapter):
             self._prepare()
         legacy = self.folder / LEGACY_FILE
         if legacy.is_file():
-            from holodeck.vectorstore.adapters.local_legacy import import_npz
-
             with self._file_lock(60.0, "another holodeck process using this index"):
                 if legacy.is_file():
-                    import_npz(self, legacy, rebuild_unreadable)
+                    self._import_npz(legacy, rebuild_unreadable)
         self._info = self._read_info()
+
+    def _import_npz(self, path: Path, set_aside_unreadable: bool) -> None:
+        """Copy every chunk and document state of an earlier release's ``index.npz`` in, in
+        one transaction, into an index that holds no chunk yet."""
+        snapshot = read_npz(path, set_aside_unreadable)
+        if snapshot is None:
+            return
+        with self._writing() as db:
+            if db.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0:
+                if snapshot.info is not None:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                        [
+                            ("embedding_model", snapshot.info.embedding_model),
+                            ("dimensions", str(snapshot.info.dimensions)),
+                        ],
+                    )
+                self._insert(db, snapshot.records)
+                for (tenant, library), states in snapshot.states.items():
+                    lib = self._lib(db, tenant, library, create=True)
+                    assert lib is not None
+                    for state in states:
+                        self._set_state(db, lib, state)
+        mark_imported(path, len(snapshot.records), self.path.name)
 
     def _prepare(self) -> None:
         """WAL mode and the schema migrations (a no-op read when up to date)."""
@@ -141,7 +164,7 @@ class LocalIndexAdapter(SqliteIndexAdapter):
             self._info = self._read_info()  # another writer may have rebuilt the index
             yield
 
-    def _read_workers(self) -> int:
+    def read_workers(self) -> int:
         """One reader per core (up to 4): each part of a search is one core's work."""
         return max(1, min(4, os.cpu_count() or 1))
 

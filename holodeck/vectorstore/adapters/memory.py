@@ -36,8 +36,8 @@ class MemoryIndexAdapter(SqliteIndexAdapter):
         return self._conn
 
     @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        with self._calls, super()._reading() as db:
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        with self._calls, super().reading() as db:
             yield db
 
     @contextmanager
