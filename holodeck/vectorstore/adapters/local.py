@@ -19,8 +19,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from holodeck.errors import IngestError, IngestRunning
 from holodeck.vectorstore.adapters.local_legacy import LEGACY_FILE, mark_imported, read_npz
 from holodeck.vectorstore.adapters.local_schema import NewerIndexError, migrate
@@ -37,7 +35,7 @@ class LocalIndexAdapter(SqliteIndexAdapter):
     backend = "local"
 
     def __init__(self, folder: Path, *, rebuild_unreadable: bool = False) -> None:
-        super().__init__()
+        super().__init__(folder)
         self.folder = folder
         self.path = folder / DB_FILE
         self._local = threading.local()
@@ -145,6 +143,8 @@ class LocalIndexAdapter(SqliteIndexAdapter):
 
     @contextmanager
     def _file_lock(self, timeout: float, holder: str) -> Iterator[None]:
+        from filelock import FileLock, Timeout  # writers only: a search never locks
+
         lock = FileLock(str(self.folder / ".lock"))
         try:
             lock.acquire(timeout=timeout)

@@ -9,7 +9,9 @@ Layout: ``libraries`` (tenant + library -> a small integer, and who fills it), `
 ancestor id, content, metadata), ``vectors`` (float32 BLOBs, searched by numpy in memory),
 ``documents`` (per-document state), ``chunks_fts`` (FTS5 over chunk words and identifiers, kept in
 step by the adapter), ``changes`` (ids of vectors deleted or moved, so a reader's in-memory matrix
-follows the change instead of reloading) and ``meta`` (the model and dimensions of the index).
+follows the change instead of reloading), ``vector_files`` (each large library's approximate
+index file and the point of ``chunks`` and ``changes`` it covers: ``sqlite_vectors``) and
+``meta`` (the model and dimensions of the index).
 """
 
 from __future__ import annotations
@@ -156,3 +158,20 @@ def m002_fts_words_and_idents(db: sqlite3.Connection) -> None:
             "INSERT INTO chunks_fts (rowid, words, idents) VALUES (?, ?, ?)",
             (row_id, words_text(content), " ".join(idents_text(content))),
         )
+
+
+@migration
+def m003_vector_files(db: sqlite3.Connection) -> None:
+    # The approximate index file of a large library (sqlite_vectors): its name, the last
+    # chunk id and change it covers, its vector count (checked when it is opened), and how
+    # many entries were removed from it since it was built.
+    db.execute(
+        """CREATE TABLE vector_files (
+            lib INTEGER PRIMARY KEY,
+            file TEXT NOT NULL,
+            chunk_seq INTEGER NOT NULL,
+            change_seq INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            removed INTEGER NOT NULL
+        )"""
+    )

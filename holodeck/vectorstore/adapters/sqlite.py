@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,9 +46,10 @@ class SqliteIndexAdapter:
 
     backend = "sqlite"
 
-    def __init__(self) -> None:
+    def __init__(self, folder: Path | None = None) -> None:
+        """``folder``: where approximate vector index files may live (None: exact only)."""
         self._info: IndexInfo | None = None
-        self._vectors = VectorIndex(self, self._dims, self._reread_info)
+        self._vectors = VectorIndex(self, self._dims, self._reread_info, folder)
         self._batching = threading.local()  # .active: this thread is inside batch()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -181,7 +183,7 @@ class SqliteIndexAdapter:
     def recreate(self, info: IndexInfo) -> None:
         with self._writing() as db:
             db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
-            for table in ("documents", "vectors", "chunks", "changes", "meta"):
+            for table in ("documents", "vectors", "chunks", "changes", "vector_files", "meta"):
                 db.execute(f"DELETE FROM {table}")
             db.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
@@ -421,7 +423,8 @@ class SqliteIndexAdapter:
         raise NotImplementedError
 
     def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
-        """Documents and chunks of one library; exact brute-force cosine search."""
+        """Documents and chunks of one library; exact cosine search (FLAT), or HNSW once the
+        library has an approximate index file (its candidates re-scored exactly)."""
         with self.reading() as db:
             lib = self._lib(db, tenant_id, library_id)
             documents = 0
@@ -429,11 +432,12 @@ class SqliteIndexAdapter:
                 documents = db.execute(
                     "SELECT count(*) FROM documents WHERE lib = ?", (lib,)
                 ).fetchone()[0]
+        approximate = lib is not None and lib in self._vectors.file_names()
         return {
             "backend": self.backend,
             "url": None,
             "index": self._index_label(),
-            "algorithm": "FLAT",
+            "algorithm": "HNSW" if approximate else "FLAT",
             "metric": "COSINE",
             "embedding_model": self._info.embedding_model if self._info else None,
             "dimensions": self._info.dimensions if self._info else None,
@@ -442,10 +446,14 @@ class SqliteIndexAdapter:
         }
 
     def flush(self) -> None:
-        """Every document is committed as it is written; this trims the ``changes`` log."""
+        """Every document is committed as it is written; this brings the vector index files
+        in step (``VectorIndex.upkeep``) and trims the ``changes`` log, keeping what the
+        files do not cover yet."""
+        self._vectors.upkeep(self._writing)
         with self._writing() as db:
             db.execute(
-                "DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
+                "DELETE FROM changes WHERE seq <= min((SELECT max(seq) FROM changes) - ?, "
+                "(SELECT coalesce(min(change_seq), 1 << 62) FROM vector_files))",
                 (CHANGES_KEPT,),
             )
 

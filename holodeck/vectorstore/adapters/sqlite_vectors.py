@@ -1,18 +1,38 @@
 """The vector side of the SQLite index: the nearest chunks of a query vector.
 
-Vectors are float32 BLOBs in the ``vectors`` table, searched with numpy: measured at 100k x
-384 (benchmarks/README.md), a matrix-vector product over vectors loaded once is several times
-faster than sqlite-vec's KNN and needs no SQLite extension. Each process loads a library's
-vectors on its first search, then follows the ``changes`` log, so a search after an edit
-reads only the rows that changed.
+SQLite holds every vector (float32 BLOBs in ``vectors``) and is the truth. A small library is
+searched exactly: its vectors are read once per process into one matrix and scanned with
+numpy. A library of ``ANN_MIN_ROWS`` chunks or more also gets an approximate index file beside
+the database (``vectors-<lib>-<id>.usearch``: usearch's HNSW over int8 vectors, memory-mapped
+read-only, so a search reads only the pages it visits); its best candidates are re-scored
+exactly with their float32 vectors from SQLite. Measured in benchmarks/README.md.
+
+The file is a cache kept in step with the chunk table, never ahead of it: an ingest commits
+its chunks first; its last step (``upkeep``, under the index's lock) writes a new file under a
+new name, then records the file and the point of the ``changes`` log it covers in
+``vector_files`` (one small transaction), then deletes the old file. A kill at any point leaves
+either the old file recorded or the new one, and stray files are removed by the next upkeep.
+Whatever the file lacks (rows committed after it, rows deleted or moved since) a search
+takes from SQLite exactly: the file's results minus the rows changed since, plus an exact
+scan of the rows added since. A file that is missing, unreadable or holds another count than
+recorded is never trusted: searches go exact and say so, and the next upkeep rebuilds it
+with a progress bar.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import sqlite3
+import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,18 +46,77 @@ from holodeck.vectorstore.adapters.sqlite_query import (
 )
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 
+log = logging.getLogger("holodeck.vectorstore")
+
 #: Vectors read per block when a library's matrix is loaded.
 LOAD_ROWS = 4096
 #: The memory map a matrix is loaded through (the database's first bytes; the rest is read).
 LOAD_MMAP_BYTES = 1 << 30
 
+#: A library this large gets an approximate index file; below it, exact search.
+ANN_MIN_ROWS = 20_000
+#: The file is rewritten when the rows it lacks (added, deleted or moved since) reach this
+#: many, or this share of the library, whichever is more; until then searches scan them.
+PATCH_MIN_ROWS = 5_000
+PATCH_SHARE = 0.01
+#: Past this share of removed entries (tombstones) a file is rebuilt instead of patched.
+REBUILD_REMOVED_SHARE = 0.2
+#: HNSW's links per node, and its search and insertion depths (measured: recall@10 against
+#: exact search >= 0.99 at 100k to 1M chunks; benchmarks/README.md).
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 128
+#: Candidates the file is asked for, as a multiple of ``k``, to re-score exactly.
+OVERFETCH = 2
+MIN_CANDIDATES = 40
+#: Vectors added to a file per call while it is built (progress moves after each).
+BUILD_ROWS = 8192
+FILE_PREFIX = "vectors-"
+FILE_SUFFIX = ".usearch"
+
+_SEQS = "SELECT name, seq FROM sqlite_sequence"
+_FILES = "SELECT lib, file, chunk_seq, change_seq, count, removed FROM vector_files"
+#: Rows of a library the file made at (chunk_seq, change_seq) lacks.
+_SINCE = "AND (id > ? OR id IN (SELECT id FROM changes WHERE seq > ?))"
+
 
 @dataclass
 class _Matrix:
-    """One library's vectors as loaded by this process: row i is chunk ``ids[i]``."""
+    """Vectors loaded by this process: row i is chunk ``ids[i]``."""
 
     ids: np.ndarray  # int64
     vectors: np.ndarray  # float32, (n, dims)
+
+
+@dataclass(frozen=True)
+class _FileRow:
+    """A library's row of ``vector_files``: the file and what it covers."""
+
+    lib: int
+    file: str
+    chunk_seq: int  # every chunk id up to this was considered ...
+    change_seq: int  # ... and every change up to this one
+    count: int  # vectors in the file (removed ones excluded)
+    removed: int  # entries removed from it since it was built
+
+
+@dataclass
+class _Base:
+    """A library's approximate index file as this process opened it."""
+
+    row: _FileRow
+    view: Any  # usearch.index.Index, memory-mapped read-only
+
+
+@dataclass
+class _Library:
+    """What one process searches for one library: the file (if any and trusted), the rows
+    it lacks in memory (``tail``) and the ids it holds that changed since (``gone``)."""
+
+    base: _Base | None
+    row: _FileRow | None  # the row the library was opened with (even when not trusted)
+    tail: _Matrix
+    gone: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 class VectorIndex:
@@ -45,18 +124,26 @@ class VectorIndex:
 
     ``dims`` gives the index's vector length; ``on_rebuilt`` is called when another process
     rebuilt the index (another model, ``--force-ingest``), so the owner re-reads its info.
+    ``folder`` is where approximate index files live (None: exact search only).
     """
 
     def __init__(
-        self, reader: Reader, dims: Callable[[], int], on_rebuilt: Callable[[], None]
+        self,
+        reader: Reader,
+        dims: Callable[[], int],
+        on_rebuilt: Callable[[], None],
+        folder: Path | None = None,
     ) -> None:
         self._reader = reader
         self._dims = dims
         self._on_rebuilt = on_rebuilt
-        self._matrices: dict[int, _Matrix] = {}
+        self._folder = folder
+        self._libraries: dict[int, _Library] = {}
         self._seen: tuple[int, int, str] | None = None  # chunks seq, changes seq, epoch
         self._lock = threading.Lock()
+        self._warned: set[tuple[int, str]] = set()
 
+    # -- searching ---------------------------------------------------------------------
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
@@ -66,38 +153,76 @@ class VectorIndex:
         if not libs or k <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32)
-        ids_parts, score_parts, vector_parts = [], [], []
-        for lib in libs:
-            matrix = self._matrix(lib)
-            rows = np.arange(matrix.ids.size)
-            with self._reader.reading() as db:
-                allowed = allowed_ids(db, lib, filters)
-            if allowed is not None:
-                rows = rows[np.isin(matrix.ids, allowed)]
-            if rows.size == 0:
-                continue
-            scores = self._similarities(
-                matrix.vectors[rows] if allowed is not None else matrix.vectors, query
-            )
-            top = _top(scores, k)
-            ids_parts.append(matrix.ids[rows[top]])
-            score_parts.append(scores[top])
-            vector_parts.append(matrix.vectors[rows[top]])
-        if not ids_parts:
+        found = [self._search_library(lib, query, k, filters) for lib in libs]
+        ids = np.concatenate([f.ids for f in found])
+        if ids.size == 0:
             return []
-        ids = np.concatenate(ids_parts)
-        scores = np.concatenate(score_parts)
-        vectors = np.concatenate(vector_parts)
+        vectors = np.concatenate([f.vectors for f in found])
+        scores = vectors @ query if vectors.shape[0] else np.zeros(0, dtype=np.float32)
         best = _top(scores, k)
         with self._reader.reading() as db:
             records = records_by_id(db, ids[best].tolist())
         hits = []
         for i in best:
             rec = records.get(int(ids[i]))
-            if rec is not None:  # deleted since the matrix was read
+            if rec is not None:  # deleted since the vectors were read
                 rec.vector = vectors[i].copy()
                 hits.append(ChunkHit(rec, float(np.clip(scores[i], 0.0, 1.0))))
         return hits
+
+    def _search_library(
+        self, lib: int, query: np.ndarray, k: int, filters: ChunkFilters
+    ) -> _Matrix:
+        """The library's best ``k`` (at most) with their exact float32 vectors."""
+        library = self._library(lib)
+        with self._reader.reading() as db:
+            allowed = allowed_ids(db, lib, filters)
+        parts = [_best_of(library.tail, query, k, allowed, self._similarities)]
+        if library.base is not None:
+            parts.append(self._search_base(library, query, k, allowed))
+        return _Matrix(
+            np.concatenate([p.ids for p in parts]), np.concatenate([p.vectors for p in parts])
+        )
+
+    def _search_base(
+        self, library: _Library, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> _Matrix:
+        """Candidates from the file, less the rows changed since and those the filters
+        leave out, re-read exactly from SQLite. Asks the file for more until ``k`` are left
+        (a narrow filter), or scans the allowed rows exactly when they are few."""
+        base = library.base
+        assert base is not None
+        if allowed is not None and allowed.size <= ANN_MIN_ROWS:
+            # the allowed rows the file holds unchanged (the tail has the others)
+            keep = allowed[~np.isin(allowed, library.gone) & ~np.isin(allowed, library.tail.ids)]
+            return _best_of(self._read_vectors(keep), query, k, None, self._similarities)
+        wanted = max(k * OVERFETCH, MIN_CANDIDATES)
+        while True:
+            base.view.expansion_search = max(EXPANSION_SEARCH, wanted)
+            matches = base.view.search(query, wanted, threads=1)
+            keys = np.asarray(matches.keys, dtype=np.int64)
+            keep = ~np.isin(keys, library.gone)
+            if allowed is not None:
+                keep &= np.isin(keys, allowed)
+            if keep.sum() >= k or wanted >= base.row.count:
+                break
+            wanted = min(wanted * 4, base.row.count)
+        return _best_of(self._read_vectors(keys[keep]), query, k, None, self._similarities)
+
+    def _read_vectors(self, ids: np.ndarray) -> _Matrix:
+        """The float32 vectors of ``ids`` from SQLite (those still there)."""
+        dims = self._dims()
+        found: dict[int, bytes] = {}
+        with self._reader.reading() as db:
+            for start in range(0, ids.size, 500):  # SQLite's bound on variables
+                part = ids[start : start + 500].tolist()
+                marks = ",".join("?" * len(part))
+                found.update(
+                    db.execute(f"SELECT id, vector FROM vectors WHERE id IN ({marks})", part)
+                )
+        order = [i for i in ids.tolist() if i in found]
+        vectors = np.frombuffer(b"".join(found[i] for i in order), dtype=np.float32)
+        return _Matrix(np.array(order, dtype=np.int64), vectors.reshape(-1, dims))
 
     def _similarities(self, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
         """``vectors @ query``; a large matrix in parts on the read threads.
@@ -105,6 +230,8 @@ class VectorIndex:
         Not OpenBLAS's own threads: they spin on the cores for a while after each product,
         which slowed the keyword side of a hybrid search running beside it by a fifth.
         """
+        if vectors.shape[0] == 0:
+            return np.zeros(0, dtype=np.float32)
         parts = sqlite_query.id_ranges(0, vectors.shape[0] - 1, self._reader.read_workers())
         if len(parts) == 1:
             return vectors @ query
@@ -113,52 +240,102 @@ class VectorIndex:
         )
         return np.concatenate(list(found))
 
-    def _matrix(self, lib: int) -> _Matrix:
-        """The library's vectors in memory, brought up to date with what is committed."""
+    # -- keeping up with other processes -----------------------------------------------
+    def _library(self, lib: int) -> _Library:
+        """The library as searched now, brought up to date with what is committed."""
         with self._lock, self._reader.reading() as db:
             db.execute("BEGIN")  # one snapshot for the look at the log and the reads after it
             try:
                 self._follow_changes(db)
-                matrix = self._matrices.get(lib)
-                if matrix is None:
-                    matrix = self._load(db, lib)
-                    self._matrices[lib] = matrix
+                library = self._libraries.get(lib)
+                if library is None:
+                    library = self._open_library(db, lib)
+                    self._libraries[lib] = library
             finally:
                 db.execute("COMMIT")
-            return matrix
+            return library
 
     def _follow_changes(self, db: sqlite3.Connection) -> None:
         """Apply what other connections committed since the last look (cheap when nothing)."""
-        seqs = dict(db.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
+        seqs = dict(db.execute(_SEQS).fetchall())
         epoch = db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
         now = (int(seqs.get("chunks", 0)), int(seqs.get("changes", 0)), epoch[0] if epoch else "")
         seen, self._seen = self._seen, now
-        if seen is None or seen == now:
-            return
-        if seen[2] != now[2]:  # rebuilt (another model, --force-ingest): start over
-            self._matrices.clear()
+        if seen is not None and seen[2] != now[2]:  # rebuilt (--force-ingest): start over
+            self._libraries.clear()
             self._on_rebuilt()
             return
-        if not self._matrices:
+        if self._libraries:  # a file written since (an ingest's last step): opened anew
+            rows = _file_rows(db)
+            for lib in [lib for lib, lb in self._libraries.items() if lb.row != rows.get(lib)]:
+                del self._libraries[lib]
+        if seen is None or seen == now or not self._libraries:
             return
         oldest = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
         if now[1] > seen[1] and (oldest if oldest is not None else now[1] + 1) > seen[1] + 1:
-            self._matrices.clear()  # the log was trimmed past what we saw: reload
+            self._libraries.clear()  # the log was trimmed past what we saw: reload
             return
         changed = np.array(
             [r[0] for r in db.execute("SELECT id FROM changes WHERE seq > ?", (seen[1],))],
             dtype=np.int64,
         )
-        for lib, matrix in self._matrices.items():
-            keep = ~np.isin(matrix.ids, changed) if changed.size else slice(None)
-            fresh = self._load(
-                db, lib, "AND (id > ? OR id IN (SELECT id FROM changes WHERE seq > ?))",
-                (seen[0], seen[1]),
-            )  # fmt: skip
-            self._matrices[lib] = _Matrix(
-                np.concatenate([matrix.ids[keep], fresh.ids]),
-                np.concatenate([matrix.vectors[keep], fresh.vectors]),
+        for lib, library in self._libraries.items():
+            tail = library.tail
+            keep = ~np.isin(tail.ids, changed) if changed.size else slice(None)
+            fresh = self._load(db, lib, _SINCE, (seen[0], seen[1]))
+            library.tail = _Matrix(
+                np.concatenate([tail.ids[keep], fresh.ids]),
+                np.concatenate([tail.vectors[keep], fresh.vectors]),
             )
+            if library.base is not None and changed.size:
+                library.gone = np.union1d(library.gone, changed)
+
+    def _open_library(self, db: sqlite3.Connection, lib: int) -> _Library:
+        """Open the library's file if it can be trusted; load what it lacks."""
+        row = _file_rows(db).get(lib)
+        base = self._open_base(db, row) if row is not None else None
+        if base is None:
+            return _Library(None, row, self._load(db, lib))
+        covered = (base.row.chunk_seq, base.row.change_seq)
+        gone = [r[0] for r in db.execute("SELECT id FROM changes WHERE seq > ?", covered[1:])]
+        return _Library(
+            base, row, self._load(db, lib, _SINCE, covered), np.unique(np.array(gone, np.int64))
+        )
+
+    def _open_base(self, db: sqlite3.Connection, row: _FileRow) -> _Base | None:
+        """The recorded file, memory-mapped, if it is what was recorded (else None, said)."""
+        base, why = self._check_base(db, row)
+        key = (row.lib, row.file)
+        if base is None and key not in self._warned:
+            self._warned.add(key)
+            log.warning(
+                "The vector index file %s does not match the database (%s); searching "
+                "exactly until `holodeck ingest` rebuilds it",
+                row.file,
+                why,
+            )
+        return base
+
+    def _check_base(self, db: sqlite3.Connection, row: _FileRow) -> tuple[_Base | None, str]:
+        """The recorded file, memory-mapped, or None and why it cannot be trusted."""
+        assert self._folder is not None
+        path = self._folder / row.file
+        oldest = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
+        seqs = dict(db.execute(_SEQS).fetchall())
+        if oldest is not None and oldest > row.change_seq + 1:
+            why = "the change log no longer reaches back to it"
+        elif row.chunk_seq > int(seqs.get("chunks", 0)):
+            why = "it is newer than the database"
+        else:
+            try:
+                view = _open_view(path)
+            except (OSError, ValueError, RuntimeError) as exc:
+                why = f"it cannot be read ({exc})"
+            else:
+                if len(view) == row.count:
+                    return _Base(row, view), ""
+                why = f"it holds {len(view):,} vectors, the database says {row.count:,}"
+        return None, why
 
     def _load(
         self, db: sqlite3.Connection, lib: int, where: str = "", args: tuple[Any, ...] = ()
@@ -168,30 +345,276 @@ class VectorIndex:
         dims = self._dims()
         count = f"SELECT count(*) FROM chunks WHERE lib = ? {where}"
         n = db.execute(count, (lib, *args)).fetchone()[0]
-        sql = f"FROM vectors WHERE lib = ? {where}"
         ids = np.empty(n, dtype=np.int64)
         vectors = np.empty((n, dims), dtype=np.float32)
         end = 0
-        # read through a memory map (no read call per page), unmapped after: the mapped
-        # pages would stay counted in the process's memory beside the matrix
-        db.execute(f"PRAGMA mmap_size = {LOAD_MMAP_BYTES}")
-        try:
-            rows = db.execute(f"SELECT id, vector {sql}", (lib, *args))
-            while end < n:  # in blocks: one copy per block, not one per row
-                block = rows.fetchmany(min(LOAD_ROWS, n - end))
-                if not block:
-                    break
-                start, end = end, end + len(block)
-                ids[start:end] = [row_id for row_id, _ in block]
-                data = b"".join(blob for _, blob in block)
-                vectors[start:end] = np.frombuffer(data, dtype=np.float32).reshape(-1, dims)
-            rows.close()
-        finally:
-            db.execute("PRAGMA mmap_size = 0")
+        for block in _blocks(
+            db, f"SELECT id, vector FROM vectors WHERE lib = ? {where}", (lib, *args), n
+        ):
+            start, end = end, end + len(block)
+            ids[start:end] = [row_id for row_id, _ in block]
+            data = b"".join(blob for _, blob in block)
+            vectors[start:end] = np.frombuffer(data, dtype=np.float32).reshape(-1, dims)
         return _Matrix(ids[:end], vectors[:end])
+
+    # -- the writer's upkeep -------------------------------------------------------------
+    def upkeep(self, writing: Callable[[], AbstractContextManager[sqlite3.Connection]]) -> None:
+        """Bring each library's file in step with the chunks: build it once a library is
+        large, rewrite it once it lacks many rows, drop it once the library is small again,
+        and remove stray files. The caller holds the index's write lock (an ingest's end)."""
+        if self._folder is None:
+            return
+        with self._reader.reading() as db:
+            db.execute("BEGIN")
+            try:
+                plans = self._plan_upkeep(db)
+            finally:
+                db.execute("COMMIT")
+        for lib, action in plans:
+            if action == "drop":
+                with writing() as db:
+                    db.execute("DELETE FROM vector_files WHERE lib = ?", (lib,))
+            else:
+                self._write_file(lib, writing, patch=action == "patch")
+        self._remove_strays()
+
+    def _plan_upkeep(self, db: sqlite3.Connection) -> list[tuple[int, str]]:
+        """What each library's file needs: ``build``, ``patch`` or ``drop`` (none: nothing)."""
+        rows = _file_rows(db)
+        plans = []
+        for (lib,) in db.execute("SELECT id FROM libraries").fetchall():
+            row = rows.get(lib)
+            if row is None:
+                n = db.execute("SELECT count(*) FROM chunks WHERE lib = ?", (lib,)).fetchone()[0]
+                if n >= ANN_MIN_ROWS:
+                    plans.append((lib, "build"))
+                continue
+            base, why = self._check_base(db, row)
+            if base is None:
+                log.warning("Rebuilding the vector index file %s: %s", row.file, why)
+                plans.append((lib, "build"))
+                continue
+            added = db.execute(
+                f"SELECT count(*) FROM chunks WHERE lib = ? {_SINCE}",
+                (lib, row.chunk_seq, row.change_seq),
+            ).fetchone()[0]
+            changed = db.execute(
+                "SELECT count(*) FROM changes WHERE seq > ?", (row.change_seq,)
+            ).fetchone()[0]
+            if row.count + added - changed < ANN_MIN_ROWS // 2:
+                plans.append((lib, "drop"))
+            elif added + changed >= max(PATCH_MIN_ROWS, row.count * PATCH_SHARE):
+                share = (row.removed + changed) / max(row.count, 1)
+                plans.append((lib, "build" if share > REBUILD_REMOVED_SHARE else "patch"))
+        return plans
+
+    def _write_file(
+        self,
+        lib: int,
+        writing: Callable[[], AbstractContextManager[sqlite3.Connection]],
+        patch: bool,
+    ) -> None:
+        """Write the library's file anew (or patched from the current one), then record it."""
+        assert self._folder is not None
+        name = f"{FILE_PREFIX}{lib}-{uuid.uuid4().hex[:12]}{FILE_SUFFIX}"
+        with self._reader.reading() as db:
+            db.execute("BEGIN")  # what the file covers, and the rows read, from one snapshot
+            try:
+                old = _file_rows(db).get(lib)
+                seqs = dict(db.execute(_SEQS).fetchall())
+                where: str = ""
+                args: tuple[Any, ...] = ()
+                if patch and old is not None:
+                    index, removed = self._patched(db, old)
+                    where, args = _SINCE, (old.chunk_seq, old.change_seq)
+                else:
+                    index, removed = _new_index(self._dims()), 0
+                self._add_rows(db, index, lib, where, args)
+            finally:
+                db.execute("COMMIT")
+        _save_whole(index, self._folder, name)
+        with writing() as db:  # the file is whole on disk before the database names it
+            db.execute(
+                "INSERT OR REPLACE INTO vector_files VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    lib, name, int(seqs.get("chunks", 0)), int(seqs.get("changes", 0)),
+                    len(index), removed,
+                ),
+            )  # fmt: skip
+        log.debug("Wrote %s: %d vectors (%s)", name, len(index), "patched" if patch else "built")
+
+    def _patched(self, db: sqlite3.Connection, old: _FileRow) -> tuple[Any, int]:
+        """The library's current file loaded whole, without the rows changed since; and
+        how many entries were removed from it since it was built."""
+        from usearch.index import Index
+
+        assert self._folder is not None
+        index = Index.restore(str(self._folder / old.file), view=False)
+        if index is None:
+            raise ValueError(f"{old.file} is not a usearch index")
+        sql = "SELECT id FROM changes WHERE seq > ?"
+        changed = np.array([r[0] for r in db.execute(sql, (old.change_seq,))], dtype=np.uint64)
+        present = (
+            changed[np.asarray(index.contains(changed), dtype=bool)] if changed.size else changed
+        )
+        if present.size:
+            index.remove(present)
+        return index, old.removed + int(present.size)
+
+    def _add_rows(
+        self, db: sqlite3.Connection, index: Any, lib: int, where: str, args: tuple[Any, ...]
+    ) -> None:
+        """Add the library's rows matching ``where`` to ``index``, with progress."""
+        sql = f"SELECT count(*) FROM chunks WHERE lib = ? {where}"
+        n = db.execute(sql, (lib, *args)).fetchone()[0]
+        sql = f"SELECT id, vector FROM vectors WHERE lib = ? {where}"
+        with _progress(f"vector index of library {lib}", n) as advance:
+            for block in _blocks(db, sql, (lib, *args), n, BUILD_ROWS):
+                keys = np.array([row_id for row_id, _ in block], dtype=np.uint64)
+                data = b"".join(blob for _, blob in block)
+                vectors = np.frombuffer(data, dtype=np.float32).reshape(len(block), -1)
+                index.add(keys, vectors, threads=0)
+                advance(len(block))
+
+    def _remove_strays(self) -> None:
+        """Delete the files no row names: replaced ones, and what a kill left."""
+        assert self._folder is not None
+        with self._reader.reading() as db:
+            named = {row.file for row in _file_rows(db).values()}
+        for path in self._folder.iterdir():
+            stray = path.name.startswith(f".{FILE_PREFIX}") and path.name.endswith(".tmp")
+            stray |= path.name.startswith(FILE_PREFIX) and path.name.endswith(FILE_SUFFIX)
+            if stray and path.name not in named:
+                path.unlink(missing_ok=True)
+
+    def file_names(self) -> dict[int, str]:
+        """The file of each library that has one (for ``store info``)."""
+        with self._reader.reading() as db:
+            return {lib: row.file for lib, row in _file_rows(db).items()}
+
+
+def _file_rows(db: sqlite3.Connection) -> dict[int, _FileRow]:
+    return {row[0]: _FileRow(*row) for row in db.execute(_FILES)}
+
+
+def _new_index(dims: int) -> Any:
+    """An empty HNSW index: cosine over int8 vectors (a quarter of float32's bytes)."""
+    from usearch.index import Index  # only a large library pays for the import
+
+    return Index(
+        ndim=dims,
+        metric="cos",
+        dtype="i8",
+        connectivity=CONNECTIVITY,
+        expansion_add=EXPANSION_ADD,
+        expansion_search=EXPANSION_SEARCH,
+    )
+
+
+def _save_whole(index: Any, folder: Path, name: str) -> None:
+    """Save ``index`` as ``folder/name`` whole or not at all (a temp file, fsync, rename)."""
+    temp = folder / f".{name}.tmp"
+    try:
+        index.save(str(temp))
+        with open(temp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(temp, folder / name)
+        _fsync_folder(folder)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _open_view(path: Path) -> Any:
+    """A usearch index memory-mapped read-only from ``path``."""
+    from usearch.index import Index
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path.name} is missing")
+    view = Index.restore(str(path), view=True)
+    if view is None:
+        raise ValueError("not a usearch index")
+    return view
+
+
+def _blocks(
+    db: sqlite3.Connection, sql: str, args: tuple[Any, ...], n: int, rows: int = LOAD_ROWS
+) -> Iterator[list[tuple[int, bytes]]]:
+    """The rows of ``sql`` (at most ``n``) in blocks, read through a memory map (no read
+    call per page), unmapped after: the mapped pages would stay counted in the process's
+    memory beside the matrix."""
+    db.execute(f"PRAGMA mmap_size = {LOAD_MMAP_BYTES}")
+    try:
+        cursor = db.execute(sql, args)
+        done = 0
+        while done < n:
+            block = cursor.fetchmany(min(rows, n - done))
+            if not block:
+                break
+            done += len(block)
+            yield block
+        cursor.close()
+    finally:
+        db.execute("PRAGMA mmap_size = 0")
+
+
+def _best_of(
+    matrix: _Matrix,
+    query: np.ndarray,
+    k: int,
+    allowed: np.ndarray | None,
+    similarities: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> _Matrix:
+    """The ``k`` rows of ``matrix`` (among ``allowed`` ids) nearest to ``query``."""
+    rows = np.arange(matrix.ids.size)
+    if allowed is not None:
+        rows = rows[np.isin(matrix.ids, allowed)]
+    if rows.size == 0:
+        return _Matrix(np.zeros(0, np.int64), np.zeros((0, matrix.vectors.shape[1]), np.float32))
+    vectors = matrix.vectors[rows] if allowed is not None else matrix.vectors
+    top = _top(similarities(vectors, query), k)
+    return _Matrix(matrix.ids[rows[top]], matrix.vectors[rows[top]])
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` best scores, best first (ties: the earlier row first)."""
     cut = np.argpartition(-scores, k - 1)[:k] if scores.size > k else np.arange(scores.size)
     return cut[np.lexsort((cut, -scores[cut]))]
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable."""
+    with contextlib.suppress(OSError):  # some file systems cannot open a folder
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _progress(label: str, total: int) -> Iterator[Callable[[int], None]]:
+    """Progress of a long build: a bar on a terminal, a log line at every tenth otherwise;
+    nothing for a small one or under ``-q``."""
+    if total < ANN_MIN_ROWS or not log.isEnabledFor(logging.INFO):
+        yield lambda n: None
+        return
+    if sys.stderr.isatty():
+        from rich.progress import Progress
+
+        from holodeck.console import make_console
+
+        with Progress(console=make_console(stderr=True), transient=True) as bar:
+            task = bar.add_task(f"Building the {label}", total=total)
+            yield lambda n: bar.advance(task, n)
+        return
+    done, shown, started = 0, 0, time.monotonic()
+
+    def advance(n: int) -> None:
+        nonlocal done, shown
+        done += n
+        if done * 10 // total > shown:
+            shown = done * 10 // total
+            log.info("Building the %s: %d%% of %s vectors", label, 10 * shown, f"{total:,}")
+
+    yield advance
+    log.info("Built the %s in %.1f s", label, time.monotonic() - started)

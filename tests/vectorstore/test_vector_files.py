@@ -1,0 +1,244 @@
+"""The approximate index file beside the SQLite index: the same answers as exact search, kept in
+step with every edit, and repaired after a kill -9 at any point of its upkeep.
+
+The size past which a library gets its file is lowered so a few hundred chunks are enough;
+everything else is real: the SQLite database, the usearch file on disk, a real SIGKILL of a
+real process. Exact search over the same chunks (the ``memory`` adapter) is the reference.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_local_index import DIMS, unit, write
+
+from holodeck.vectorstore.adapters import sqlite_vectors
+from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
+from holodeck.vectorstore.records import ChunkFilters
+from holodeck.vectorstore.store import VectorStore
+
+SMALL = {"ANN_MIN_ROWS": 60, "PATCH_MIN_ROWS": 20}
+QUERIES = [unit(1000 + i) for i in range(40)]
+
+
+@pytest.fixture(autouse=True)
+def small_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SMALL.items():
+        monkeypatch.setattr(sqlite_vectors, name, value)
+
+
+class Pair:
+    """The local index and an exact reference fed the same writes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.local = VectorStore(LocalIndexAdapter(folder))
+        self.exact = VectorStore(MemoryIndexAdapter())
+
+    def write(self, doc: int, parts: int = 4, seed: int | None = None) -> None:
+        texts = [f"doc {doc} part {i}" for i in range(parts)]
+        for store in (self.local, self.exact):
+            write(
+                store, "t", f"b{doc % 3}/d{doc}.md", texts, seed=doc * 10 if seed is None else seed
+            )
+
+    def remove(self, doc: int) -> None:
+        for store in (self.local, self.exact):
+            store.remove_document("t", "kb", f"b{doc % 3}/d{doc}.md")
+
+    def files(self) -> list[str]:
+        return sorted(p.name for p in self.folder.iterdir() if "vectors-" in p.name)
+
+
+def answers(store: VectorStore, k: int = 10, **scope: list[str]) -> list[list[tuple[str, float]]]:
+    filters = ChunkFilters(library_ids=["kb"], **scope)  # type: ignore[arg-type]
+    return [
+        [(h.record.chunk_id, round(h.score, 5)) for h in store.search("t", q, k, filters)]
+        for q in QUERIES
+    ]
+
+
+def books(paths: list[str]) -> dict[str, list[str]]:
+    return {"book_ids": paths}
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[Pair]:
+    made = Pair(tmp_path / "idx")
+    for doc in range(30):  # 120 chunks: past the (lowered) size for a file
+        made.write(doc)
+    made.local.flush()  # an ingest's last step
+    yield made
+    made.local.adapter.close()
+
+
+def test_a_large_library_gets_a_file_and_answers_as_exact_search(pair: Pair) -> None:
+    assert len(pair.files()) == 1
+    assert pair.local.adapter.stats("t", "kb")["algorithm"] == "HNSW"
+    assert answers(pair.local) == answers(pair.exact)
+    assert answers(pair.local, k=3) == answers(pair.exact, k=3)
+    scope = books(["b1"])
+    assert answers(pair.local, **scope) == answers(pair.exact, **scope)
+    other = VectorStore(LocalIndexAdapter(pair.folder))  # another process opening it
+    assert answers(other) == answers(pair.exact)
+
+
+def test_edits_are_searched_before_and_after_the_file_catches_up(pair: Pair) -> None:
+    reader = VectorStore(LocalIndexAdapter(pair.folder))
+    assert answers(reader) == answers(pair.exact)
+    first = pair.files()
+    for doc in range(30, 33):  # fewer rows than a rewrite waits for
+        pair.write(doc, parts=2)
+    pair.remove(4)
+    pair.write(7, seed=777)  # edited: new vectors
+    pair.local.flush()
+    assert pair.files() == first  # not rewritten for a few rows ...
+    assert answers(reader) == answers(pair.exact)  # ... and yet every edit is searched
+    for doc in range(33, 45):
+        pair.write(doc, parts=2)
+    pair.local.flush()
+    assert len(pair.files()) == 1 and pair.files() != first  # rewritten, the old one gone
+    assert answers(reader) == answers(pair.exact)
+    assert answers(pair.local, **books(["b2"])) == answers(pair.exact, **books(["b2"]))
+
+
+def test_a_library_that_shrinks_goes_back_to_exact_search(pair: Pair) -> None:
+    for doc in range(25):
+        pair.remove(doc)
+    pair.local.flush()
+    assert pair.files() == []
+    assert pair.local.adapter.stats("t", "kb")["algorithm"] == "FLAT"
+    assert answers(pair.local) == answers(pair.exact)
+
+
+def test_a_rebuilt_index_forgets_its_file(pair: Pair) -> None:
+    from holodeck.vectorstore.records import IndexInfo
+
+    pair.local.rebuild(IndexInfo("m", DIMS))
+    assert pair.local.search("t", QUERIES[0], 5) == []
+    pair.local.flush()
+    assert pair.files() == []
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted", "another library's"])
+def test_a_damaged_file_is_never_trusted_and_the_next_ingest_rebuilds_it(
+    pair: Pair, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    (name,) = pair.files()
+    path = pair.folder / name
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:300])
+    elif damage == "deleted":
+        path.unlink()
+    else:  # a whole, readable file that holds other vectors than the database says
+        smaller = Pair(pair.folder.parent / "other")
+        for doc in range(20):
+            smaller.write(doc)
+        smaller.local.flush()
+        path.write_bytes((smaller.folder / smaller.files()[0]).read_bytes())
+    with caplog.at_level(logging.WARNING, logger="holodeck"):
+        reader = VectorStore(LocalIndexAdapter(pair.folder))
+        assert answers(reader) == answers(pair.exact)  # exact search, never a wrong answer
+    assert [m for m in caplog.messages if "does not match the database" in m]
+    pair.local.flush()
+    assert len(pair.files()) == 1 and pair.files() != [name]
+    fresh = VectorStore(LocalIndexAdapter(pair.folder))
+    assert answers(fresh) == answers(pair.exact)
+    assert fresh.adapter.stats("t", "kb")["algorithm"] == "HNSW"
+
+
+#: Where the upkeep is killed: writing the new file, after its rename but before the
+#: database names it, after the database names it but before the old file goes.
+KILL_AT = {
+    "while writing the file": "sqlite_vectors._save_whole",
+    "before the database names it": "sqlite_vectors._fsync_folder",
+    "before the old file goes": "VectorIndex._remove_strays",
+}
+
+KILLED_UPKEEP = """
+import os, signal, sys
+sys.path.insert(0, {tests!r})
+from holodeck.vectorstore.adapters import sqlite_vectors
+from holodeck.vectorstore.adapters.sqlite_vectors import VectorIndex
+from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.store import VectorStore
+from test_local_index import write
+for name, value in {small!r}.items():
+    setattr(sqlite_vectors, name, value)
+owner, attr = {target!r}.split(".")
+holder = sqlite_vectors if owner == "sqlite_vectors" else VectorIndex
+
+def killed(*args, **kwargs):
+    if attr == "_save_whole":  # half a file on disk, as a kill mid-write leaves it
+        index, folder, name = args
+        (folder / f".{{name}}.tmp").write_bytes(b"half a file")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+setattr(holder, attr, killed)
+store = VectorStore(LocalIndexAdapter(__import__("pathlib").Path({folder!r})))
+for doc in range(45, 60):  # enough rows for a rewrite
+    texts = [f"doc {{doc}} part {{i}}" for i in range(2)]
+    write(store, "t", f"b{{doc % 3}}/d{{doc}}.md", texts, seed=doc * 10)
+store.flush()
+"""
+
+
+@pytest.mark.parametrize("point", list(KILL_AT))
+def test_kill_9_at_any_point_of_the_upkeep_leaves_a_repairable_index(
+    pair: Pair, point: str
+) -> None:
+    before = pair.files()
+    code = KILLED_UPKEEP.format(
+        tests=str(Path(__file__).parent),
+        small=SMALL,
+        target=KILL_AT[point],
+        folder=str(pair.folder),
+    )
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    for doc in range(45, 60):  # what the killed process committed before its upkeep
+        pair.exact.write_document("t", "kb", f"b{doc % 3}/d{doc}.md", *_same_doc(doc))
+    reader = VectorStore(LocalIndexAdapter(pair.folder))
+    assert answers(reader) == answers(pair.exact)  # right answers straight after the kill
+    pair.local.flush()  # the next ingest's upkeep repairs it and clears what was left
+    assert len(pair.files()) == 1 and pair.files() != before
+    assert not [p for p in os.listdir(pair.folder) if p.endswith(".tmp")]
+    assert answers(VectorStore(LocalIndexAdapter(pair.folder))) == answers(pair.exact)
+    assert answers(reader) == answers(pair.exact)
+
+
+def _same_doc(doc: int) -> tuple[list, object]:  # type: ignore[type-arg]
+    """The records and state ``write`` makes for ``doc`` (2 parts), for the reference."""
+    from test_local_index import rec
+
+    from holodeck.vectorstore.records import DocState
+
+    texts = [f"doc {doc} part {i}" for i in range(2)]
+    doc_id = f"b{doc % 3}/d{doc}.md"
+    records = [rec("t", doc_id, i, t, doc * 10 + i) for i, t in enumerate(texts)]
+    return records, DocState(doc_id, 1.0, 10, f"d{doc * 10}", len(records))
+
+
+def test_the_file_is_found_by_a_process_that_never_loaded_vectors(pair: Pair) -> None:
+    """A cold process maps the file and reads only the candidates' vectors from SQLite:
+    nothing like the whole library's float32 matrix is loaded."""
+    reader = LocalIndexAdapter(pair.folder)
+    hits = VectorStore(reader).search("t", QUERIES[0], 5)
+    assert len(hits) == 5
+    (library,) = reader._vectors._libraries.values()
+    assert library.base is not None and library.tail.ids.size == 0
+    np.testing.assert_allclose(
+        [h.score for h in hits],
+        [h.score for h in pair.exact.search("t", QUERIES[0], 5)],
+        atol=1e-6,
+    )
