@@ -9,8 +9,10 @@ pip or ruff: every command gets them when it is looked up.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
+import os
 import sys
 import traceback
 from typing import Any
@@ -131,5 +133,22 @@ COMMANDS = {
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(obj={})
+    """Console-script entry point.
+
+    A command that has finished its work and closed what it opened may set
+    ``exit_fast``: the process then ends at once, without the interpreter's teardown
+    (freeing every module and object, joining idle threads: a tenth of a second for a
+    shell search, a sixth of its floor).
+    """
+    obj: dict[str, Any] = {}
+    try:
+        cli(obj=obj)
+    except SystemExit as exc:
+        if not obj.get("exit_fast"):
+            raise
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
+                stream.flush()
+        logging.shutdown()
+        os._exit(code)

@@ -1,4 +1,9 @@
-"""``holodeck search``: ask the knowledge bases a question from the shell."""
+"""``holodeck search``: ask the knowledge bases a question from the shell.
+
+A shell search is a process of its own, so its start-up is most of its cost: it imports only
+what answering needs (the ingest pipeline's converters and progress bars only when files
+changed), checks the files with one ``stat`` each, and leaves without the interpreter's
+teardown once its output is flushed and its indexes closed (``main``'s fast exit)."""
 
 from __future__ import annotations
 
@@ -8,7 +13,6 @@ import logging
 import click
 
 from holodeck.cli.options import agent_option, agent_path
-from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
 from holodeck.retrieval.fusion import MODES, SearchMode
 from holodeck.tools.formatting import search_json, tool_results_json
@@ -78,11 +82,16 @@ def search(
                         err=True,
                     )
         else:
-            # Work shows (progress, then the summary line, on stderr); skipped-file
-            # warnings belong to `ingest`.
-            if not ctx.obj.get("verbose"):
-                logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
-            ingest_tools(tools, False, bool(ctx.obj.get("quiet")), wait=False, only_work=True)
+            changed = [tool for tool in tools if not tool.is_current()]
+            if changed:
+                from holodeck.cli.progress import ingest_tools
+
+                # Work shows (progress, then the summary line, on stderr); skipped-file
+                # warnings belong to `ingest`.
+                if not ctx.obj.get("verbose"):
+                    logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
+                quiet = bool(ctx.obj.get("quiet"))
+                ingest_tools(changed, False, quiet, wait=False, only_work=True)
         output: list[dict[str, object]] = []
         texts: list[str] = []
         for tool in tools:
@@ -101,3 +110,4 @@ def search(
     finally:
         for tool in tools:
             tool.close()
+    ctx.obj["exit_fast"] = True  # answered, flushed and closed: see main()

@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dotenv import dotenv_values
-
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -31,6 +29,8 @@ def environment_for(project_root: Path) -> dict[str, str]:
     env: dict[str, str] = {}
     dotenv = project_root / ".env"
     if dotenv.is_file():
+        from dotenv import dotenv_values  # only for a project that has one
+
         env.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
     env.update(os.environ)
     return env

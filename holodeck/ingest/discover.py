@@ -31,10 +31,12 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from holodeck.errors import ValidationError
+
+if TYPE_CHECKING:
+    import pathspec
 
 #: The contract's five file types, ingested when a tool sets no ``file_types``.
 DEFAULT_FILE_TYPES = (".txt", ".md", ".pdf", ".csv", ".json")
@@ -113,7 +115,11 @@ def discover(
 def ignore_spec(patterns: list[str]) -> pathspec.PathSpec | None:
     """Compile gitignore-style patterns (None when there are none); ValueError if invalid."""
     lines = [p for p in patterns if p.strip() and not p.lstrip().startswith("#")]
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    if not lines:
+        return None
+    import pathspec  # only for a tool with patterns: a search checks its files first
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _ignore_file_lines(source: Path) -> list[str]:

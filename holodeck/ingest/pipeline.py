@@ -27,15 +27,15 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from holodeck.config.project_id import PROJECT_ID_FILE, library_owner
 from holodeck.embeddings.base import Embedder
 from holodeck.errors import ConfigError, EmbeddingError, IngestError, ValidationError
-from holodeck.ingest.discover import DEFAULT_FILE_TYPES, SourceFile, discover
-from holodeck.ingest.prefetch import Prefetcher, Prepared, prepare
+from holodeck.ingest.discover import SourceFile, discover
+from holodeck.ingest.library import LibraryTarget, unchanged
 from holodeck.ingest.skips import SkipReport
 from holodeck.ingest.status import IngestStatus, Progress, TokenEstimate
 from holodeck.vectorstore.errors import LibraryOwnedError
@@ -47,6 +47,9 @@ from holodeck.vectorstore.records import (
     text_hash,
 )
 from holodeck.vectorstore.store import VectorStore
+
+if TYPE_CHECKING:
+    from holodeck.ingest.prefetch import Prepared
 
 log = logging.getLogger("holodeck.ingest")
 
@@ -107,26 +110,6 @@ class IngestSummary:
             f"skipped; {self.chunks_embedded} chunks embedded, {self.chunks_total} stored "
             f"[{self.backend}] in {self.seconds:.2f} s"
         )
-
-
-@dataclass
-class LibraryTarget:
-    """Where one library's chunks go and how they are made."""
-
-    tenant_id: str
-    library_id: str
-    source: Path
-    project_root: Path
-    chunk_size: int
-    chunk_overlap: int
-    #: Extensions to ingest (lower case, with the dot) and gitignore-style patterns to leave out.
-    file_types: tuple[str, ...] = DEFAULT_FILE_TYPES
-    exclude: tuple[str, ...] = ()
-    #: Who fills the library (``config.project_id.library_owner``); made from
-    #: ``project_root`` and ``source`` when not given.
-    owner: dict[str, str] | None = None
-    #: Take the library over from another source (the agent names its ``tenant:`` itself).
-    take_over: bool = False
 
 
 def ingest_library(
@@ -325,7 +308,7 @@ class _Run:
         todo: list[tuple[SourceFile, str]] = []
         for f in files:
             state = states.get(f.rel_path)
-            if state and not self.force and state.mtime == f.mtime and state.size == f.size:
+            if state and not self.force and unchanged(state, f):
                 self.summary.unchanged += 1
                 continue
             try:
@@ -351,6 +334,9 @@ class _Run:
         digests = {f.rel_path: digest for f, digest in todo}
         self.estimate = TokenEstimate([f for f, _ in todo])
         self.status = IngestStatus(files_todo=len(todo), tokens_total=self.estimate.total())
+        # converters (chardet, pypdfium2, markitdown) load only when there are files to read
+        from holodeck.ingest.prefetch import Prefetcher, prepare
+
         t = self.t
         work = partial(
             prepare,

@@ -7,11 +7,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from holodeck.config.loader import Project, ResolvedTool
 from holodeck.embeddings.base import Embedder
@@ -19,13 +18,17 @@ from holodeck.embeddings.catalog import effective_chunk_size
 from holodeck.errors import IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.discover import DEFAULT_FILE_TYPES
-from holodeck.ingest.pipeline import IngestSummary, LibraryTarget, Progress, ingest_library
+from holodeck.ingest.library import LibraryTarget, is_current
 from holodeck.retrieval.fusion import SearchMode
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.tools.formatting import SearchResult, below_threshold, format_results, no_results
 from holodeck.vectorstore.factory import open_index
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
+
+if TYPE_CHECKING:
+    from holodeck.ingest.pipeline import IngestSummary
+    from holodeck.ingest.status import Progress
 
 log = logging.getLogger("holodeck.tools")
 
@@ -136,6 +139,8 @@ class VectorStoreTool:
         self, force_ingest: bool = False, progress: Progress | None = None, wait: bool = True
     ) -> None:
         """Ingest the source (incrementally, or everything with ``force_ingest``)."""
+        import asyncio  # the CLI's search and ingest have no event loop
+
         await asyncio.to_thread(self.initialize_sync, force_ingest, progress, wait)
 
     def initialize_sync(
@@ -162,21 +167,17 @@ class VectorStoreTool:
                 size,
                 size,
             )
-        target = LibraryTarget(
-            tenant_id=self.project.tenant_id,
-            library_id=self.name,
-            source=source,
-            project_root=self.project.root,
-            chunk_size=size,
-            chunk_overlap=min(cfg.chunk_overlap, size // 2),
-            file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
-            exclude=tuple(cfg.exclude),
-            take_over=self.project.agent.tenant is not None,
-        )
+        from holodeck.ingest.pipeline import ingest_library  # only a tool that ingests
+
         store = self._open_store(rebuild_unreadable=force_ingest)
         try:
             self.summary = ingest_library(
-                store, self.embedder, target, force=force_ingest, progress=progress, wait=wait
+                store,
+                self.embedder,
+                self._target(source),
+                force=force_ingest,
+                progress=progress,
+                wait=wait,
             )
         except IngestRunning:
             if wait:
@@ -188,11 +189,41 @@ class VectorStoreTool:
             self.summary = None
         self.is_initialized = True
 
+    def is_current(self) -> bool:
+        """Whether the index already holds the source as it is now (one ``stat`` per file,
+        no lock, no write: ``pipeline.is_current``); a reader then has nothing to ingest.
+        False when the source is missing: the ingest says why."""
+        source = self.resolved.source
+        if not source.exists():
+            return False
+        if is_current(self.store, self.embedder.model_id, self._target(source)):
+            self.is_initialized = True
+            return True
+        return False
+
+    def _target(self, source: Path) -> LibraryTarget:
+        """Where this tool's chunks go and how they are made."""
+        cfg = self.resolved.config
+        size = self.chunk_size
+        return LibraryTarget(
+            tenant_id=self.project.tenant_id,
+            library_id=self.name,
+            source=source,
+            project_root=self.project.root,
+            chunk_size=size,
+            chunk_overlap=min(cfg.chunk_overlap, size // 2),
+            file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
+            exclude=tuple(cfg.exclude),
+            take_over=self.project.agent.tenant is not None,
+        )
+
     async def search(self, query: str) -> str:
         """Search and return the contract's formatted string."""
         if not self.is_initialized:
             raise RuntimeError("VectorStoreTool must be initialized before search")
         query = clean_query(query)
+        import asyncio
+
         results, total = await asyncio.to_thread(self.find, query)
         return self.render(query, results, total)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-
-import snowballstemmer
+from functools import cache
+from typing import Any
 
 #: Most terms sent to the full-text index: a pasted 100 KB query stays a cheap query (the
 #: dense side still embeds the query as the model reads it).
@@ -50,9 +50,6 @@ _MAY_HOLD_COMPOUND = re.compile(r"[^\W_][-_.]+[^\W_]|--[^\W_]")
 _JOINERS = re.compile(r"[-_.]")
 _PART = re.compile(r"[^\W_]+")
 _CODE_LIKE = re.compile(r"[_.]|^-|[A-Z]|\d")
-#: The Porter stemmer FTS5's ``porter`` tokenizer applies, for a backend that stems
-#: differently (the Query Engine indexes each word and its stem and scores both).
-_PORTER = snowballstemmer.stemmer("porter")
 
 
 def words_text(text: str) -> str:
@@ -131,7 +128,18 @@ def _stems(words: list[str]) -> list[str]:
         "".join(c for c in unicodedata.normalize("NFKD", w.lower()) if not unicodedata.combining(c))
         for w in words
     ]
-    return [s for s in _PORTER.stemWords(plain) if s]
+    return [s for s in _porter().stemWords(plain) if s]
+
+
+@cache
+def _porter() -> Any:
+    """The Porter stemmer FTS5's ``porter`` tokenizer applies, for a backend that stems
+    differently (the Query Engine indexes each word and its stem and scores both). Loaded
+    on first use: the local index stems inside SQLite, and snowballstemmer loads every
+    language's stemmer when imported."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("porter")
 
 
 def _fts5_string(term: str) -> str:

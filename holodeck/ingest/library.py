@@ -1,0 +1,58 @@
+"""One library as the ingest sees it: where its chunks go, and whether it is current.
+
+Light on purpose: a reader (``holodeck search``) checks whether its library is current with
+one ``stat`` per file before anything of the ingest pipeline is imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from holodeck.ingest.discover import DEFAULT_FILE_TYPES, SourceFile, discover
+from holodeck.vectorstore.records import DocState
+from holodeck.vectorstore.store import VectorStore
+
+
+@dataclass
+class LibraryTarget:
+    """Where one library's chunks go and how they are made."""
+
+    tenant_id: str
+    library_id: str
+    source: Path
+    project_root: Path
+    chunk_size: int
+    chunk_overlap: int
+    #: Extensions to ingest (lower case, with the dot) and gitignore-style patterns to leave out.
+    file_types: tuple[str, ...] = DEFAULT_FILE_TYPES
+    exclude: tuple[str, ...] = ()
+    #: Who fills the library (``config.project_id.library_owner``); made from
+    #: ``project_root`` and ``source`` when not given.
+    owner: dict[str, str] | None = None
+    #: Take the library over from another source (the agent names its ``tenant:`` itself).
+    take_over: bool = False
+
+
+def is_current(store: VectorStore, model_id: str, target: LibraryTarget) -> bool:
+    """Whether the library already holds its source as it is now, checked without a lock,
+    a write or a read of any file: one ``stat`` per file, every size and mtime as stored,
+    no file vanished or new, and the index made with ``model_id``. A reader (search, chat,
+    test) that finds it so has nothing to ingest; otherwise ``ingest_library`` decides."""
+    info = store.describe_index()
+    if info is None or info.embedding_model != model_id:
+        return False
+    found = discover(target.source, target.file_types, target.exclude)
+    states = store.doc_states(target.tenant_id, target.library_id)
+    if len(states) != len(found.files):
+        return False
+    for f in found.files:
+        state = states.get(f.rel_path)
+        if state is None or not unchanged(state, f):
+            return False
+    return True
+
+
+def unchanged(state: DocState, f: SourceFile) -> bool:
+    """The file is as stored: same size and mtime (then it is neither read nor hashed)."""
+    return state.mtime == f.mtime and state.size == f.size
