@@ -157,7 +157,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     vectors = scale_vectors(args.size)
-    queries = scale_vectors(QUERIES, seed=99)
+    queries = scale_vectors(QUERIES, seed=99, topics_of=args.size)
     truth = exact_top(vectors, queries)
     work = Path(tempfile.mkdtemp(prefix="holodeck-ann-"))
     np.save(work / "queries.npy", queries)

@@ -133,7 +133,7 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(prefix="holodeck-scale-"))
         try:
             vectors = scale_vectors(size)
-            queries = scale_vectors(QUERIES, seed=99)
+            queries = scale_vectors(QUERIES, seed=99, topics_of=size)
             np.save(work / "queries.npy", queries)
             (work / "questions.json").write_text(json.dumps(questions()))
             truth = exact_top(vectors, queries)

@@ -30,6 +30,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,10 +77,25 @@ class Skipped:
 
 @dataclass
 class Discovery:
-    """What ``discover`` found: files to ingest and entries skipped, both sorted by path."""
+    """What ``discover`` found: files to ingest and entries skipped, both sorted by path.
 
-    files: list[SourceFile] = field(default_factory=list)
+    The files are kept as plain values (path, rel_path, mtime, size) and become
+    ``SourceFile`` objects only when asked for: a ``Path`` costs more to make than the
+    ``stat`` behind it, and a check of 10,000 unchanged files needs neither.
+    """
+
+    found: list[tuple[str, str, float, int]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    root: str = ""
+
+    @cached_property
+    def files(self) -> list[SourceFile]:
+        """The files to ingest, sorted by ``rel_path``."""
+        return [SourceFile(Path(p), rel, m, s, self.root) for p, rel, m, s in self.found]
+
+    def stats(self) -> dict[str, tuple[float, int]]:
+        """``rel_path`` -> (mtime, size) of every file to ingest (no ``Path`` made)."""
+        return {rel: (m, s) for _, rel, m, s in self.found}
 
 
 def discover(
@@ -107,7 +123,8 @@ def discover(
         # The user named this very file (even a hidden one or a link): its target is the source.
         scan.check_file(os.fspath(source), source.name, os.path.islink(source))
     result = scan.result
-    result.files.sort(key=lambda f: f.rel_path)
+    result.root = scan.root
+    result.found.sort(key=lambda f: f[1])
     result.skipped.sort(key=lambda s: s.rel_path)
     return result
 
@@ -216,8 +233,7 @@ class _Scan:
             # World-readable files need no second system call; others are asked about.
             self.skip(path, rel, REASON_UNREADABLE)
         else:
-            file = SourceFile(Path(path), rel, st.st_mtime, st.st_size, self.root)
-            self.result.files.append(file)
+            self.result.found.append((path, rel, st.st_mtime, st.st_size))
 
     def excluded(self, rel: str, is_dir: bool) -> bool:
         """Whether the user's patterns leave this entry out (a folder is matched as ``dir/``)."""

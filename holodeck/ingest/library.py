@@ -42,13 +42,13 @@ def is_current(store: VectorStore, model_id: str, target: LibraryTarget) -> bool
     info = store.describe_index()
     if info is None or info.embedding_model != model_id:
         return False
-    found = discover(target.source, target.file_types, target.exclude)
+    files = discover(target.source, target.file_types, target.exclude).stats()
     states = store.doc_states(target.tenant_id, target.library_id)
-    if len(states) != len(found.files):
+    if len(states) != len(files):
         return False
-    for f in found.files:
-        state = states.get(f.rel_path)
-        if state is None or not unchanged(state, f):
+    for rel_path, (mtime, size) in files.items():
+        state = states.get(rel_path)
+        if state is None or state.mtime != mtime or state.size != size:
             return False
     return True
 
