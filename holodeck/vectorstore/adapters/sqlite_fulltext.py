@@ -7,6 +7,7 @@ says how FTS5 is asked for it: inside the tenant's scope, ``ORDER BY`` the BM25 
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from holodeck.vectorstore.adapters import sqlite_query
@@ -37,10 +38,10 @@ def keyword_search(
     if k <= 0 or expression is None:
         return []
     with reader.reading() as db:
-        libs = scope_libs(db, tenant_id, filters)
-        if not libs:
+        scope_of = _scope(db, tenant_id, filters)
+        if scope_of is None:
             return []
-        where, args = filter_sql(filters)
+        libs, where, args = scope_of
         if not where and len(libs) == library_count(db):
             # The usual case, one library per index: no join to filter by library.
             sql = (
@@ -83,10 +84,10 @@ def identifier_holders(
     if limit <= 0:
         return []
     with reader.reading() as db:
-        libs = scope_libs(db, tenant_id, filters)
-        if not libs:
+        scope_of = _scope(db, tenant_id, filters)
+        if scope_of is None:
             return []
-        where, args = filter_sql(filters)
+        libs, where, args = scope_of
         sql = (
             "SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
             f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))}){where} "
@@ -95,6 +96,17 @@ def identifier_holders(
         ids = [r[0] for r in db.execute(sql, (fts5_identifier(identifier), *libs, *args, limit))]
         records = records_by_id(db, ids, with_vectors=True)
     return [ChunkHit(records[i], 0.0) for i in ids if i in records]
+
+
+def _scope(
+    db: sqlite3.Connection, tenant_id: str, filters: ChunkFilters
+) -> tuple[list[int], str, list[Any]] | None:
+    """The tenant's libraries inside ``filters`` and the filters' SQL (None: no library)."""
+    libs = scope_libs(db, tenant_id, filters)
+    if not libs:
+        return None
+    where, args = filter_sql(filters)
+    return libs, where, args
 
 
 def _best_first(row: tuple[int, float]) -> tuple[float, int]:
