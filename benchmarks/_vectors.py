@@ -42,9 +42,8 @@ def scale_vectors(n: int, seed: int = 0, topics_of: int | None = None) -> np.nda
 def _centres(topics: np.ndarray) -> np.ndarray:
     """Each topic's centre, the same for the same topic number whatever the size."""
     unique, rows = np.unique(topics, return_inverse=True)
-    centres = np.stack(
-        [np.random.default_rng(1_000_003 + t).standard_normal(DIMS, dtype=np.float32) for t in unique]
-    )
+    draws = [np.random.default_rng(1_000_003 + t) for t in unique]
+    centres = np.stack([rng.standard_normal(DIMS, dtype=np.float32) for rng in draws])
     return centres[rows] * (TOPICS / np.sqrt(DIMS))
 
 
