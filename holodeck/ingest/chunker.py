@@ -52,6 +52,13 @@ _HASH_CONTEXT = 32  # characters either side of a gap that decide ties between e
 #: chunks per edit, and higher powers cost stability faster than they add fill.
 _FILL_BIAS = 4
 
+#: The fewest tokens a chunk holds (a quarter of the budget when that is less) unless its
+#: document has no more: a chunk of a heading alone, or the last words of a line, answers
+#: nothing and wins queries by its few words.
+MIN_CHUNK_TOKENS = 32
+#: Characters of prose per token, to weigh text the tokenizer sees as few tokens.
+_PROSE_CHARS_PER_TOKEN = 4
+
 #: Characters allowed per token of the budget. Prose runs at 4-5 characters per token and
 #: code or tables rarely above 8, so only text the tokenizer cannot split (one endless
 #: "word") is cut by this bound.
@@ -131,6 +138,10 @@ class _Chunker:
         self.window_size = max(_MIN_WINDOW, _WINDOW_CHUNKS * self.max_chars)
         self.content_end = len(text.rstrip())
         self.w = self._window(len(text) - len(text.lstrip()))
+        #: The fewest tokens a chunk may hold unless the text has no more (no slivers).
+        self.floor = min(MIN_CHUNK_TOKENS, self.budget // 4)
+        self._floor_chars = self.floor * _PROSE_CHARS_PER_TOKEN
+        self.last_cut = -1  # where the previous chunk ended: every cut lies past it
 
     def run(self) -> list[Chunk]:
         """Walk the text chunk by chunk; each verified with a real count."""
@@ -148,8 +159,9 @@ class _Chunker:
                 continue
             limit = s + self.budget  # tokens s .. limit-1 fit, by the window's estimate
             while True:
-                c1, level = self._choose_cut(w, c0, s, limit)
-                chunk = self._make_chunk(w, head if head < c1 else c0, c1)
+                c1, level = self._choose_cut(w, c0, s, limit, max(c0, head))
+                start = head if head < c1 else c0  # where the chunk's text starts
+                chunk = self._make_chunk(w, start, c1)
                 if chunk is None or chunk.token_count <= self.chunk_size:
                     break
                 # Retokenizing the chunk alone gave more tokens than estimated: shrink.
@@ -164,7 +176,12 @@ class _Chunker:
                 chunks.append(chunk)
             if c1 >= self.content_end:
                 break
+            self.last_cut = c1
+            # The overlap never reaches back to this chunk's own start (which, after a
+            # paragraph cut, lies past c0): no chunk holds another, or a tail of it.
             c0 = self._next_start(w, c0, c1, level)
+            if c0 <= start:
+                c0 = c1 if level == _IN_WORD else self._word_after(w, c1)
             # A cut between paragraphs splits no passage: the next chunk's text starts at
             # the next paragraph, without the overlap. Its cut is still chosen from c0, so
             # the cuts (and the chunks an edit re-embeds) stay where the overlap put them.
@@ -204,9 +221,18 @@ class _Chunker:
             gap_ends=[b for _, b in gaps],
         )
 
-    def _choose_cut(self, w: _Window, c0: int, s: int, limit: int) -> tuple[int, int]:
+    def _choose_cut(
+        self, w: _Window, c0: int, s: int, limit: int, text_start: int
+    ) -> tuple[int, int]:
         """Where the chunk starting at ``c0`` (token ``s``) ends, and the level of that
-        boundary (``_IN_WORD`` if it cuts a word)."""
+        boundary (``_IN_WORD`` if it cuts a word). ``text_start``: where the chunk's text
+        starts (past ``c0`` after a cut between paragraphs, which repeats no overlap).
+
+        The cut lies past the previous chunk's end (no chunk is a tail of its neighbour) and
+        leaves the chunk at least ``floor`` tokens, and the text after it too when the end
+        of the text is near (no slivers); with no such gap (one line, or one table row,
+        longer than the budget) it cuts inside that line, between tokens.
+        """
         n = len(w.tok_starts)
         cap = c0 + self.max_chars
         if limit >= n and w.end >= self.content_end and self.content_end <= cap:
@@ -214,11 +240,25 @@ class _Chunker:
         # Cutting at or before hi keeps tokens < limit and the characters within the bound.
         hi = min(w.tok_starts[limit] if limit < n else w.end, cap)
         taken = bisect_left(w.tok_starts, hi)  # tokens starting before hi
+        if w.end >= self.content_end and n - self.floor > s + self.floor:
+            # Near the end: leave the last chunk at least a floor's worth of its own.
+            tail = max(w.tok_starts[n - self.floor], self.content_end - self._floor_chars)
+            if tail < hi:
+                hi = tail
+                taken = bisect_left(w.tok_starts, hi)
         half = s + max(1, (taken - s) // 2)
         lo = w.tok_starts[half] if half < taken else hi
-        first, last = self._gaps_between(w, max(lo, c0 + 1), hi)
-        if first == last:  # no gap in the second half: take any gap after c0
-            first, last = self._gaps_between(w, c0 + 1, hi)
+        # The chunk holds at least a floor's worth: ``floor`` tokens, or as many characters
+        # as that many tokens of prose (a run the tokenizer sees as one token counts too).
+        least = max(c0 + 1, self.last_cut + 1)
+        own = bisect_right(w.tok_ends, text_start)  # the first token of the chunk's text
+        enough = text_start + self._floor_chars
+        if own + self.floor < taken:
+            enough = min(enough, w.tok_starts[own + self.floor])
+        least = max(least, enough)
+        first, last = self._gaps_between(w, max(lo, least), hi)
+        if first == last:  # no gap in the second half: take any gap the floor allows
+            first, last = self._gaps_between(w, least, hi)
         if first < last:
             levels = [self._gap_level(w, i) for i in range(first, last)]
             top = max(levels)
@@ -226,7 +266,8 @@ class _Chunker:
             reach = hi - c0
             best = max(tied, key=lambda i: self._draw(w, i, c0, reach))
             return w.gap_starts[best], top
-        # One "word" longer than the budget (a base64 blob, a URL): cut between tokens.
+        # One "word" or line longer than the budget (a base64 blob, a URL, a wide table
+        # row): cut it between tokens.
         if hi > c0:
             return hi, _IN_WORD
         return w.tok_ends[s] if w.tok_ends[s] > c0 else c0 + 1, _IN_WORD

@@ -238,3 +238,56 @@ def test_a_one_megabyte_text_is_chunked_within_budget(counter: TokenCounter) -> 
     assert len(text) > 1_000_000
     chunks = chunk_text(text, counter, 256, 32)
     _check_chunks(text, chunks, counter, 256)
+
+
+def _slivers(chunks: list[Chunk], counter: TokenCounter, floor: int = 32) -> list[str]:
+    """Chunks under ``floor`` tokens (and as many characters as that much prose), and
+    chunks whose text lies inside the one before."""
+    bad = [c.text for c in chunks if counter.count(c.text) < floor and len(c.text) < 4 * floor]
+    bad += [
+        b.text
+        for a, b in itertools.pairwise(chunks)
+        if b.start <= a.start or b.end <= a.end  # b holds a, or lies inside it
+    ]
+    return bad
+
+
+def test_a_heading_before_a_table_wider_than_a_chunk_makes_no_slivers(
+    counter: TokenCounter,
+) -> None:
+    # The shape of Node's util.md: prose, a heading, then a table whose separator row alone
+    # is wider than a chunk. It used to give nine chunks of the heading, each one word
+    # shorter ("Encodings supported ...", ..., "ICU data)", "data)").
+    rng = random.Random(5)
+    prose = "\n\n".join(_paragraph(rng, 4) for _ in range(3))
+    rule = "| " + "-" * 400 + " | " + "-" * 900 + " |"
+    rows = "\n".join(
+        f"| `'enc-{i}'` | " + ", ".join(f"`'alias-{i}-{j}'`" for j in range(8)) + " |"
+        for i in range(30)
+    )
+    text = (
+        f"{prose}\n\n#### Encodings supported by default (with full ICU data)\n\n"
+        f"| Encoding | Aliases |\n{rule}\n{rows}\n\n{prose}\n"
+    )
+    chunks = chunk_text(text, counter, 256, 50)
+    assert _slivers(chunks, counter) == []
+    assert all(c.token_count <= 256 for c in chunks)
+    assert [c.start for c in chunks] == sorted(c.start for c in chunks)
+    assert any("ICU data" in c.text and "Encoding" in c.text for c in chunks)
+
+
+def test_one_endless_line_is_cut_inside_itself_not_into_slivers(counter: TokenCounter) -> None:
+    words = " ".join(f"w{i}" for i in range(40))
+    line = "x" * 5000  # one "word" far past the budget
+    chunks = chunk_text(f"{words}\n\n# Title\n\n{line} end of the line\n", counter, 128, 20)
+    assert _slivers(chunks, counter) == []
+
+
+def test_the_last_chunk_is_not_a_sliver_unless_the_document_is(counter: TokenCounter) -> None:
+    rng = random.Random(11)
+    for n in range(6):
+        text = "\n\n".join(_paragraph(rng, 5) for _ in range(6)) + f"\n\nTail number {n}."
+        chunks = chunk_text(text, counter, 128, 20)
+        assert len(chunks) > 1
+        assert counter.count(chunks[-1].text) >= 20, chunks[-1].text
+    assert chunk_text("Just data)", counter, 128, 20)[0].text == "Just data)"
