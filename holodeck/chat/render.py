@@ -11,7 +11,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from holodeck.agent.loop import Agent, ToolCallRecord
-from holodeck.chat.snippets import query_terms, snippet_lines, term_spans
+from holodeck.chat.results import MAX_WIDTH, highlighted, result_header, result_lines
+from holodeck.chat.snippets import query_terms
 from holodeck.tools.formatting import SearchResult
 
 COMMANDS = (
@@ -29,12 +30,6 @@ RETRIEVAL_ONLY_BANNER = (
 )
 RESULTS_HINT = "/show N prints result N whole; /sources lists them."
 _QUERY_SHOWN = 60
-#: Widest a result's text is wrapped, whatever the terminal (long lines read badly); also
-#: the fixed width of the line mode, so its output does not depend on $COLUMNS.
-MAX_WIDTH = 100
-INDENT = "    "
-SNIPPET_LINES = 3
-HIGHLIGHT = "bold red"  # like grep's and ripgrep's matches
 
 
 def banner(agent: Agent) -> str:
@@ -75,27 +70,6 @@ def numbered(records: list[ToolCallRecord]) -> list[tuple[int, ToolCallRecord, S
     return out
 
 
-def result_header(number: int, result: SearchResult, terminal: bool = False) -> Text:
-    """A result's first line; the location only when known.
-
-    Plain (pipes): ``[N] Score: 0.71 | Source: path | Location: lines 10-42``, the contract's
-    result line, so scripts that read the tool's output read this too. Terminal: the same
-    facts in less width, ``[N] 0.71  path (lines 10-42)``, so path and location fit 80 columns.
-    """
-    line = Text()
-    line.append(f"[{number}]", style="bold")
-    if terminal:
-        line.append(f" {result.score:.2f}  ", style="dim")
-        line.append(result.source_path, style="green")
-        if result.location:
-            line.append(f" ({result.location})", style="green")
-        return line
-    line.append(f" Score: {result.score:.2f} | Source: {result.source_path}")
-    if result.location:
-        line.append(f" | Location: {result.location}")
-    return line
-
-
 def compact_results(
     records: list[ToolCallRecord], width: int = MAX_WIDTH, terminal: bool = False
 ) -> Text:
@@ -105,19 +79,15 @@ def compact_results(
     a search with no results or an error shows the tool's own text for it. ``terminal``
     chooses the header's form (``result_header``).
     """
-    width = min(width, MAX_WIDTH) - len(INDENT)
     numbers = iter(numbered(records))
     blocks = []
     for record in records:
         lines = [Text(f"## {record.tool}", style="bold")] if len(records) > 1 else []
         if not record.results:
             lines.append(Text(record.output))
-        terms = query_terms(record.query or "")
         for _ in record.results:
             number, _, result = next(numbers)
-            lines.append(result_header(number, result, terminal))
-            for line in snippet_lines(result.content, terms, width, SNIPPET_LINES):
-                lines.append(highlighted(INDENT + line, terms))
+            lines += result_lines(number, result, record.query or "", width, terminal)
         blocks.append(Text("\n").join(lines))
     return Text("\n\n").join(blocks)
 
@@ -134,16 +104,8 @@ def show_result(records: list[ToolCallRecord], arg: str, terminal: bool = False)
     return Text("\n").join([result_header(number, result, terminal), body])
 
 
-def highlighted(text: str, terms: frozenset[str]) -> Text:
-    """``text`` with every word of the query (by stem) in the highlight style."""
-    out = Text(text)
-    for start, end in term_spans(text, terms):
-        out.stylize(HIGHLIGHT, start, end)
-    return out
-
-
 def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
-    """``/sources``: one aligned row per result (rank, tool, source, location, score), no text.
+    """``/sources``: one aligned row per result (rank, tool, source, where, score), no text.
 
     ``#`` is the number ``/show`` takes; it is the tool's rank when one tool was searched.
     Searches that failed or found nothing get a line saying so. Rows fit ``width``: a
@@ -151,9 +113,9 @@ def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
     """
     if not records:
         return "No searches in the last message."
-    rows = [("#", "tool", "source", "location", "score")]
+    rows = [("#", "tool", "source", "where", "score")]
     rows += [
-        (str(n), rec.tool, res.source_path, res.location or "-", f"{res.score:.2f}")
+        (str(n), rec.tool, res.source_path, res.place or "-", f"{res.score:.2f}")
         for n, rec, res in numbered(records)
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

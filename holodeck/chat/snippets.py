@@ -15,9 +15,6 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from holodeck.testing.checks import passages
-
-_WORD = re.compile(r"\w+")
 _STEMMER = snowballstemmer.stemmer("english")
 #: Words too common to say what a question is about.
 STOPWORDS = frozenset(
@@ -26,6 +23,39 @@ STOPWORDS = frozenset(
     than that the their them then there these they this those to was we were what when where
     which who why will with would you your""".split()  # noqa: SIM905 (a list would be 70 lines)
 )
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_OWN_LINE = re.compile(r"^\s*(?:[-*+|#>]|\d+[.)]\s|`{3})")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"\w+")
+
+
+def passages(text: str) -> list[str]:
+    """Sentences, list items, table rows and headings of ``text``, in order, each once.
+
+    Wrapped prose lines are joined first, so a sentence broken over lines stays whole.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for block in _PARAGRAPH.split(text):
+        segments: list[str] = []
+        for line in block.splitlines():
+            if not line.strip():
+                continue
+            if _OWN_LINE.match(line) or not segments:
+                segments.append(line.strip())
+            else:
+                segments[-1] += " " + line.strip()
+        for segment in segments:
+            # A heading is one passage ("## 3. Open the dashboard" has no sentence end).
+            sentences = [segment] if segment.startswith("#") else _SENTENCE_END.split(segment)
+            for sentence in sentences:
+                sentence = " ".join(sentence.split())
+                if len(_WORD.findall(sentence)) >= 2 and sentence not in seen:
+                    seen.add(sentence)
+                    out.append(sentence)
+    return out
+
+
 ELLIPSIS = "…"
 _HEADING = "§ "
 _MARKDOWN_HEADING = re.compile(r"#{1,6}\s+")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+from typing import Any
 
 import click
 
@@ -16,12 +18,59 @@ from holodeck.cli.options import agent_option, agent_path
 from holodeck.config.loader import load_project
 from holodeck.embeddings.local import LocalOnnxEmbedder
 from holodeck.retrieval.fusion import MODES, SearchMode
-from holodeck.tools.formatting import search_json, tool_results_json
-from holodeck.tools.vectorstore_tool import build_tools, clean_query
+from holodeck.tools.formatting import SearchResult, search_json, tool_results_json
+from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools, clean_query
 from holodeck.vectorstore.records import ChunkFilters
 
 
-@click.command()
+class _QueryFirst(click.Command):
+    """Takes a query that starts with ``-`` (``holodeck search --no-ff``) as the query when it
+    names no option and nothing else is the query, as grep and git grep take a pattern; a
+    mistyped option beside a query is still refused (``--top-kk 3 "q"``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _dash_query_last(self, ctx, args))
+
+
+def _dash_query_last(command: click.Command, ctx: click.Context, args: list[str]) -> list[str]:
+    """``args`` with a lone unknown ``-word`` moved after ``--`` (so it is the query)."""
+    if "--" in args:
+        return args
+    takes_value: dict[str, bool] = {}
+    for param in command.get_params(ctx):
+        if isinstance(param, click.Option):
+            for name in (*param.opts, *param.secondary_opts):
+                takes_value[name] = not (param.is_flag or param.count)
+    unknown: list[int] = []
+    positional = 0
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name = arg.split("=", 1)[0]
+        if name in takes_value:
+            i += 2 if takes_value[name] and "=" not in arg else 1
+            continue
+        if arg.startswith("-") and arg != "-" and not _short_flags(arg, takes_value):
+            unknown.append(i)
+        else:
+            positional += 1
+        i += 1
+    if len(unknown) != 1 or positional:
+        return args
+    query = args[unknown[0]]
+    return [*args[: unknown[0]], *args[unknown[0] + 1 :], "--", query]
+
+
+def _short_flags(arg: str, takes_value: dict[str, bool]) -> bool:
+    """``-vq``: short flags run together, each a known option."""
+    return (
+        len(arg) > 2
+        and not arg.startswith("--")
+        and all(f"-{c}" in takes_value and not takes_value[f"-{c}"] for c in arg[1:])
+    )
+
+
+@click.command(cls=_QueryFirst)
 @click.argument("query")
 @agent_option
 @click.option("--tool", "tool_name", default=None, help="Search only this tool.")
@@ -43,6 +92,11 @@ from holodeck.vectorstore.records import ChunkFilters
 @click.option("--language", default=None, help="Only chunks in this language.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with ranks, scores and ids.")
 @click.option(
+    "--full",
+    is_flag=True,
+    help="On a terminal, print each passage whole (default: the lines that best match).",
+)
+@click.option(
     "--no-ingest",
     "no_ingest",
     is_flag=True,
@@ -61,10 +115,17 @@ def search(
     tags: tuple[str, ...],
     language: str | None,
     as_json: bool,
+    full: bool,
     no_ingest: bool,
 ) -> None:
     """Search the knowledge bases (ingesting whatever changed first, with its progress on
-    stderr; --no-ingest searches what is indexed now)."""
+    stderr; --no-ingest searches what is indexed now).
+
+    On a terminal each result shows where it is and the lines that best match, the query's
+    words highlighted (--full: whole passages); piped, the contract's text with each
+    result's location and section; --json for scripts. A query starting with "-" is
+    searched as it is (holodeck search --no-ff).
+    """
     try:
         query = clean_query(query)
     except ValueError as exc:
@@ -96,22 +157,69 @@ def search(
         for tool in tools:  # one query each from here on: the model's quickest start
             if isinstance(tool.embedder, LocalOnnxEmbedder):
                 tool.embedder.quick_start = True
-        output: list[dict[str, object]] = []
-        texts: list[str] = []
         for tool in tools:
-            results, total = tool.find(
-                query, top_k=top_k, min_score=min_score, filters=filters, mode=mode
-            )
-            if as_json:
-                output.append(tool_results_json(tool.name, results, total))
-                continue
-            text = tool.render(query, results, total, min_score, with_locations=True)
-            texts.append(text if len(tools) == 1 else f"## {tool.name}\n\n{text}")
+            _warn_unknown_books(tool, books)
+        found = [
+            (tool, *tool.find(query, top_k=top_k, min_score=min_score, filters=filters, mode=mode))
+            for tool in tools
+        ]
         if as_json:
+            output = [tool_results_json(t.name, results, total) for t, results, total in found]
             click.echo(json.dumps(search_json(query, output), indent=2))
+        elif sys.stdout.isatty():
+            _show_on_terminal(query, found, min_score, full)
         else:
+            texts = []
+            for tool, results, total in found:
+                text = tool.render(query, results, total, min_score, where="label")
+                texts.append(text if len(tools) == 1 else f"## {tool.name}\n\n{text}")
             click.echo("\n\n".join(texts))
     finally:
         for tool in tools:
             tool.close()
     ctx.obj["exit_fast"] = True  # answered, flushed and closed: see main()
+
+
+def _show_on_terminal(
+    query: str,
+    found: list[tuple[VectorStoreTool, list[SearchResult], int]],
+    min_score: float | None,
+    full: bool,
+) -> None:
+    """What chat shows for the same results: per result its header and the lines that best
+    match, highlighted (``full``: the whole passage), fitted to the terminal."""
+    from rich.text import Text
+
+    from holodeck.chat.results import result_lines
+    from holodeck.console import make_console
+
+    console = make_console(highlight=False, soft_wrap=full)
+    blocks: list[Any] = []
+    for tool, results, total in found:
+        lines: list[Text] = [Text(f"## {tool.name}", style="bold")] if len(found) > 1 else []
+        if not results:
+            lines.append(Text(tool.render(query, results, total, min_score)))
+        for result in results:
+            lines += result_lines(result.rank, result, query, console.width, True, full)
+        blocks.append(Text("\n").join(lines))
+    console.print(Text("\n\n").join(blocks))
+
+
+def _warn_unknown_books(tool: VectorStoreTool, books: tuple[str, ...]) -> None:
+    """A ``--book`` naming no folder of the tool's documents says so (else the empty answer
+    reads as "nothing relevant")."""
+    if not books:
+        return
+    known = {
+        doc.rsplit("/", 1)[0] if "/" in doc else "."
+        for doc in tool.store.doc_states(tool.project.tenant_id, tool.name)
+    }
+    for book in books:
+        if book not in known:
+            shown = ", ".join(sorted(known)[:8]) + (", ..." if len(known) > 8 else "")
+            click.echo(
+                f"Warning: {tool.name}: no folder {book!r} in its documents "
+                f"(folders: {shown or 'none'}); --book takes a folder relative to the "
+                "tool's source",
+                err=True,
+            )

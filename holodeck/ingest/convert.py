@@ -31,8 +31,15 @@ from typing import Any
 
 import chardet
 
+from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages
 from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, within
 from holodeck.ingest.locations import Anchors
+from holodeck.ingest.sections import (
+    Heading,
+    markdown_headings,
+    outline_headings,
+    text_headings,
+)
 
 log = logging.getLogger("holodeck.ingest")
 
@@ -66,6 +73,9 @@ _SLIDE_MARK = re.compile(r"^<!-- Slide number: (\d+) -->[ \t]*\n?", re.MULTILINE
 # markitdown heads each sheet of a workbook with "## <sheet name>".
 _SHEET_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 
+# A backslash before a punctuation character: markitdown's escaping of a .docx's text.
+_MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
+
 _markitdown: dict[str, Any] = {}
 _markitdown_lock = threading.Lock()
 #: markitdown's converter class for each optional format.
@@ -88,10 +98,12 @@ class ConversionError(Exception):
 
 @dataclass(frozen=True)
 class Converted:
-    """A file's text as it is chunked, and how to name a place in it (None: unknown)."""
+    """A file's text as it is chunked, how to name a place in it (None: unknown), and its
+    headings (each chunk's section path is made from them)."""
 
     text: str
     anchors: Anchors | None = None
+    headings: tuple[Heading, ...] = ()
 
 
 def convert(file: SourceFile) -> Converted:
@@ -150,8 +162,12 @@ def _convert(data: bytes, suffix: str, name: str) -> Converted:
 
     ``name`` (the file's path in its source) is for warnings.
     """
-    if suffix in (".txt", ".md"):
-        return Converted(decode_text(data), Anchors.lines())
+    if suffix == ".md":
+        text = clean_markdown(decode_text(data))
+        return Converted(text, Anchors.lines(), tuple(markdown_headings(text)))
+    if suffix == ".txt":
+        text = decode_text(data)
+        return Converted(text, Anchors.lines(), tuple(text_headings(text)))
     if suffix == ".json":
         # A fence line before and after: JSON line n is text line n + 1.
         text = _json_to_markdown(data, name)
@@ -161,18 +177,39 @@ def _convert(data: bytes, suffix: str, name: str) -> Converted:
     if suffix == ".pdf":
         return _pdf_text(data)
     if suffix in (".html", ".htm"):
-        # Decoded by the same UTF-8-then-chardet rule as text, handed over as UTF-8.
-        html = decode_text(data).encode("utf-8")
-        return Converted(_markitdown_convert(html, suffix, charset="utf-8"))
+        return _html_text(decode_text(data), suffix)
     if suffix == ".pptx":
-        return _slides(_markitdown_convert(data, suffix))
+        return _with_headings(_slides(_markitdown_convert(data, suffix)))
     if suffix == ".xlsx":
         markdown = _markitdown_convert(data, suffix)
         marks = ((m.start(), m.group(1).strip()) for m in _SHEET_HEADING.finditer(markdown))
-        return Converted(markdown, Anchors.at("sheet", marks))
+        return _with_headings(Converted(markdown, Anchors.at("sheet", marks)))
     if suffix == ".docx":
-        return Converted(_markitdown_convert(data, suffix))
+        # markitdown escapes Markdown's characters in a document's text (student\\_tuples)
+        markdown = _MD_ESCAPE.sub(r"\1", _markitdown_convert(data, suffix))
+        return _with_headings(Converted(clean_markdown(markdown)))
     raise ConversionError(f"conversion failed: unsupported file type {suffix or '(none)'}")
+
+
+def _with_headings(converted: Converted) -> Converted:
+    """The Markdown a converter made, with its ``#`` headings."""
+    headings = tuple(markdown_headings(converted.text))
+    return Converted(converted.text, converted.anchors, headings)
+
+
+def _html_text(html: str, suffix: str) -> Converted:
+    """The page's main text and headings (navigation, sidebars, footers and scripts left
+    out); the whole page through markitdown when no main text is found."""
+    try:
+        markdown = html_main_text(html)
+    except Exception as exc:  # a parser failing on one page: its whole text is still worth having
+        log.debug("main-text extraction failed (%s); converting the whole page", exc)
+        markdown = None
+    if markdown is None:
+        # Decoded by the same UTF-8-then-chardet rule as text, handed over as UTF-8.
+        markdown = _markitdown_convert(html.encode("utf-8"), suffix, charset="utf-8")
+    text = clean_markdown(markdown)
+    return Converted(text, None, tuple(markdown_headings(text)))
 
 
 def decode_text(data: bytes) -> str:
@@ -288,36 +325,89 @@ def _table_row(cells: list[str], width: int) -> str:
 
 
 def _pdf_text(data: bytes) -> Converted:
-    """The text layer of each page, pages separated by a blank line and anchored."""
+    """The text of each page that is read (contents and index pages, running headers and
+    footers left out: ``clean.pdf_pages``), separated by a blank line and anchored; the
+    outline's entries as headings."""
     import pypdfium2 as pdfium
 
-    parts: list[str] = []
-    marks: list[tuple[int, str]] = []
-    offset = 0
     with _pdfium_lock:
         try:
             pdf = pdfium.PdfDocument(data)
         except pdfium.PdfiumError as exc:
             raise ConversionError(f"conversion failed: {_short_cause(exc)}") from exc
         try:
-            for number in range(1, len(pdf) + 1):
-                page = pdf[number - 1]
+            raw: list[str] = []
+            for number in range(len(pdf)):
+                page = pdf[number]
                 textpage = page.get_textpage()
-                raw = textpage.get_text_bounded()
+                raw.append(_clean_pdf_page(textpage.get_text_bounded()))
                 textpage.close()
                 page.close()
-                text = _clean_pdf_page(raw)
-                if not text:
-                    continue
-                marks.append((offset, str(number)))
-                parts.append(text)
-                offset += len(text) + 2
+            outline = _outline(pdf)
         finally:
             pdf.close()
-    if not parts:
+    if not any(raw):
         # A scanned PDF has pages but no text layer; "empty file" would mislead.
         raise ConversionError(REASON_NO_TEXT_LAYER)
-    return Converted("\n\n".join(parts), Anchors.at("page", marks))
+    parts: list[str] = []
+    marks: list[tuple[int, str]] = []
+    starts: dict[int, int] = {}  # page index -> offset of its text
+    offset = 0
+    for index, text in enumerate(pdf_pages(raw)):
+        if not text:
+            continue
+        starts[index] = offset
+        marks.append((offset, str(index + 1)))
+        parts.append(text)
+        offset += len(text) + 2
+    if not parts:
+        raise ConversionError(REASON_EMPTY)
+    joined = "\n\n".join(parts)
+    return Converted(joined, Anchors.at("page", marks), _outline_headings(joined, starts, outline))
+
+
+def _outline(pdf: Any) -> list[tuple[int, int, str]]:
+    """The PDF's outline (bookmarks): (page index, level, title); empty when it has none."""
+    items = []
+    try:
+        for item in pdf.get_toc(max_depth=8):
+            dest = item.get_dest()
+            index = dest.get_index() if dest is not None else None
+            title = (item.get_title() or "").strip()
+            if index is not None and title:
+                items.append((int(index), int(item.level) + 1, title))
+    except Exception as exc:  # a damaged outline costs the sections, not the text
+        log.debug("reading the PDF outline failed: %s", exc)
+        return []
+    return items
+
+
+def _outline_headings(
+    text: str, starts: dict[int, int], outline: list[tuple[int, int, str]]
+) -> tuple[Heading, ...]:
+    """Outline entries placed in the text: where the title is printed on its page, else at
+    the page's start (or the next page read, when its page was left out)."""
+    kept = sorted(starts)
+    placed = []
+    for page, level, title in outline:
+        later = [p for p in kept if p >= page]
+        if not later:
+            continue
+        start = starts[later[0]]
+        end = starts.get(later[1], len(text)) if len(later) > 1 else len(text)
+        found = _find_title(text, title, start, end) if later[0] == page else -1
+        placed.append((found if found >= 0 else start, level, title))
+    return tuple(outline_headings(placed))
+
+
+def _find_title(text: str, title: str, start: int, end: int) -> int:
+    """Where ``title`` (its first words, spacing aside) is printed in ``text[start:end]``."""
+    words = title.split()[:6]
+    if not words:
+        return -1
+    pattern = r"\s+".join(re.escape(w) for w in words)
+    match = re.search(pattern, text[start:end], re.IGNORECASE)
+    return start + match.start() if match else -1
 
 
 def _clean_pdf_page(raw: str) -> str:

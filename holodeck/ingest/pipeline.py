@@ -67,6 +67,14 @@ EMBED_CALL_TOKENS = 8192
 EMBED_CALLS_IN_FLIGHT = 2
 #: Chunks the worker thread prepares ahead of the window being embedded.
 PREPARE_AHEAD = 2 * EMBED_WINDOW
+#: The version of the rules that turn a file into chunks (conversion, cleaning, chunking,
+#: sections), recorded with each document's state. A document stored under another version
+#: is chunked again by the next ingest, even when its file did not change, and its chunks
+#: whose text is unchanged keep their vectors: an upgrade brings an index to the new rules
+#: without re-embedding what they left alone. (1: holodeck 0.1; 2: only the content, no
+#: fragments, section paths.)
+CHUNKING_VERSION = 2
+_VERSION_TAG = f"+chunks{CHUNKING_VERSION}"
 #: Seconds an ingest waits for another ingest of the same library before giving up
 #: (``HOLODECK_LOCK_TIMEOUT`` overrides it).
 LOCK_TIMEOUT = float(os.environ.get("HOLODECK_LOCK_TIMEOUT", "60"))
@@ -306,9 +314,12 @@ class _Run:
         for doc_id in sorted(set(states) - present):
             self._remove(doc_id)
         todo: list[tuple[SourceFile, str]] = []
+        older = 0  # documents chunked by an older version of the rules
         for f in files:
             state = states.get(f.rel_path)
-            if state and not self.force and unchanged(state, f):
+            current = state is not None and state.content_hash.endswith(_VERSION_TAG)
+            older += state is not None and not current
+            if state and current and not self.force and unchanged(state, f):
                 self.summary.unchanged += 1
                 continue
             try:
@@ -327,6 +338,13 @@ class _Run:
                 )
                 continue
             todo.append((f, digest))
+        if older and not self.force:
+            log.info(
+                "%s: %d documents were chunked by an older holodeck; chunking them again "
+                "(chunks whose text is unchanged keep their vectors)",
+                t.library_id,
+                older,
+            )
         return todo
 
     def _ingest(self, todo: list[tuple[SourceFile, str]], stored: set[str]) -> None:
@@ -431,6 +449,7 @@ class _Run:
                     tags=item.tags,
                     language=item.language,
                     location=item.locations[i],
+                    section=item.sections[i] if item.sections else "",
                 )
             )
         return _Doc(f, digest, records, missing, is_new)
@@ -576,12 +595,13 @@ def _describe(window: list[_Slice]) -> str:
 
 
 def _file_hash(path: Path) -> str:
-    """sha256 of a file's bytes: decides changed versus only touched."""
+    """sha256 of a file's bytes, tagged with the chunking rules' version: decides changed
+    versus only touched (and chunked by these rules or older ones)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
+    return h.hexdigest() + _VERSION_TAG
 
 
 def _display_path(path: Path, root: Path) -> str:

@@ -25,6 +25,7 @@ from holodeck.ingest.convert import ConversionError, convert
 from holodeck.ingest.discover import REASON_EMPTY, SourceFile
 from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
 from holodeck.ingest.locations import locate
+from holodeck.ingest.sections import section_paths
 
 log = logging.getLogger("holodeck.ingest")
 
@@ -36,6 +37,7 @@ class Prepared:
     file: SourceFile
     chunks: list[Chunk] = field(default_factory=list)
     locations: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     language: str | None = None
     failure: str | None = None
@@ -53,8 +55,10 @@ def prepare(file: SourceFile, counter: TokenCounter, chunk_size: int, overlap: i
             tags, language = tags_of(meta), language_of(meta)
             body_start = len(text) - len(body)  # chunks of the body, lines of the file
         chunks = chunk_text(text[body_start:], counter, chunk_size, overlap)
-        spans = ((c.start + body_start, c.end + body_start) for c in chunks)
+        spans = [(c.start + body_start, c.end + body_start) for c in chunks]
         locations = locate(text, converted.anchors, spans)
+        headings = [h for h in converted.headings if h.offset >= body_start]
+        sections = section_paths(headings, spans)
     except ConversionError as exc:
         return Prepared(file, failure=exc.reason)
     except Exception as exc:  # one bad file never stops an ingest, whatever went wrong
@@ -62,7 +66,7 @@ def prepare(file: SourceFile, counter: TokenCounter, chunk_size: int, overlap: i
         return Prepared(file, failure=failure_reason(exc))
     if not chunks:
         return Prepared(file, failure=REASON_EMPTY)
-    return Prepared(file, chunks, locations, tags, language)
+    return Prepared(file, chunks, locations, sections, tags, language)
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -83,6 +83,12 @@ class Passage:
         return window
 
     @property
+    def section(self) -> str:
+        """The heading path of the passage's best chunk (its neighbours may start the next
+        section; the best one is what the result is about)."""
+        return self.best.record.section
+
+    @property
     def location(self) -> str:
         """The chunks' locations as one range where they are of one kind (``lines 3-40``)."""
         return merge_locations([c.record.location for c in self.chunks])

@@ -16,7 +16,6 @@ ground_truth check needs a model, and it gets the tool's embedder handed in.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -147,39 +146,6 @@ def best_similarity(embedder: Embedder, ground_truth: str, texts: Sequence[str])
         return 0.0
     vectors = np.asarray(embedder.embed([ground_truth, *texts]), dtype=np.float32)
     return float(np.max(vectors[1:] @ vectors[0]))
-
-
-_PARAGRAPH = re.compile(r"\n\s*\n")
-_OWN_LINE = re.compile(r"^\s*(?:[-*+|#>]|\d+[.)]\s|`{3})")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_WORD = re.compile(r"\w+")
-
-
-def passages(text: str) -> list[str]:
-    """Sentences, list items, table rows and headings of ``text``, in order, each once.
-
-    Wrapped prose lines are joined first, so a sentence broken over lines stays whole.
-    """
-    out: list[str] = []
-    seen: set[str] = set()
-    for block in _PARAGRAPH.split(text):
-        segments: list[str] = []
-        for line in block.splitlines():
-            if not line.strip():
-                continue
-            if _OWN_LINE.match(line) or not segments:
-                segments.append(line.strip())
-            else:
-                segments[-1] += " " + line.strip()
-        for segment in segments:
-            # A heading is one passage ("## 3. Open the dashboard" has no sentence end).
-            sentences = [segment] if segment.startswith("#") else _SENTENCE_END.split(segment)
-            for sentence in sentences:
-                sentence = " ".join(sentence.split())
-                if len(_WORD.findall(sentence)) >= 2 and sentence not in seen:
-                    seen.add(sentence)
-                    out.append(sentence)
-    return out
 
 
 def _fold(text: str) -> str:

@@ -159,6 +159,7 @@ def call_dict(call: ToolCallRecord) -> dict[str, Any]:
                 "score": round(r.score, 4),
                 "source_path": r.source_path,
                 "location": r.location,
+                "section": r.section,
                 "doc_id": r.doc_id,
                 "chunk_index": r.chunk_index,
                 "preview": _preview(r.content),
@@ -273,13 +274,13 @@ def markdown(data: dict[str, Any]) -> str:
                 if call["results"]:
                     lines += [
                         "",
-                        "   | rank | score | source | location |",
-                        "   |---|---|---|---|",
+                        "   | rank | score | source | location | section |",
+                        "   |---|---|---|---|---|",
                     ]
                     for r in call["results"]:
                         lines.append(
                             f"   | {r['rank']} | {r['score']:.3f} | {_cell(r['source_path'])} "
-                            f"| {_cell(r['location'])} |"
+                            f"| {_cell(r['location'])} | {_cell(r.get('section', ''))} |"
                         )
                     lines.append("")
         if c["answer"] is not None:
@@ -386,7 +387,8 @@ def _case_text(c: dict[str, Any]) -> str:
         if call["error"]:
             lines.append(f"  error: {call['error']}")
         for r in call["results"]:
-            where = f" ({r['location']})" if r["location"] else ""
+            place = " · ".join(p for p in (r.get("section"), r["location"]) if p)
+            where = f" ({place})" if place else ""
             lines.append(f"  [{r['rank']}] {r['score']:.3f} {r['source_path']}{where}")
     if c["answer"] is not None:
         lines.append(f"answer: {c['answer']}")

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from holodeck.agent.loop import Agent, ToolCallRecord
+from holodeck.chat.snippets import passages
 from holodeck.config.loader import Project
 from holodeck.config.models import TestCase
 from holodeck.evaluations.baseline import BaselineResult
@@ -33,7 +34,6 @@ from holodeck.testing.checks import (
     check_sources,
     check_tools,
     normalize_source,
-    passages,
     source_ranks,
 )
 from holodeck.tools.vectorstore_tool import VectorStoreTool

@@ -1,11 +1,12 @@
 """The contract's "Formatted Output Template" for search results, byte for byte (what the
-LLM reads), the same text with each result's place in its file (for people), and the JSON
-form of the same results (``holodeck search --json``, MCP structured content)."""
+LLM reads), the same text with each result's place in its file (for people and MCP
+clients), and the JSON form of the same results (``holodeck search --json``, MCP structured
+content)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass
@@ -24,26 +25,50 @@ class SearchResult:
     similarity: float = 0.0  # cosine similarity with the query (min_similarity_score's measure)
     chunks: list[int] = field(default_factory=list)  # chunk indexes merged into this passage
     #: Where in the file: ``page 3``, ``lines 10-42``, ``rows 2-41``...; empty when unknown.
-    #: Shown to people (CLI, reports, JSON), never in the contract's formatted output.
+    #: Shown to people (CLI, reports, JSON, MCP), never in the contract's formatted output.
     location: str = ""
+    #: The heading path of its section: ``EXAMPLES › Undo a commit``; empty when unknown.
+    section: str = ""
 
     @property
     def source_label(self) -> str:
         """``docs/manual.pdf (page 3)``: the path, then where in it when known."""
         return f"{self.source_path} ({self.location})" if self.location else self.source_path
 
+    @property
+    def place(self) -> str:
+        """``EXAMPLES › Undo a commit · lines 150-194``: section and location, as known."""
+        return " · ".join(part for part in (self.section, self.location) if part)
 
-def format_results(results: list[SearchResult], *, with_locations: bool = False) -> str:
+
+#: How a result line says where the result is: not at all (the contract's template, what
+#: the agent's LLM reads), ``label`` (``Source: path (lines 3-9) | Section: A › B``, for
+#: people: ``holodeck search``) or ``fields`` (``Source: path | Location: lines 3-9 |
+#: Section: A › B``: MCP results and chat's line mode).
+Where = Literal["label", "fields"] | None
+
+
+def where_fields(result: SearchResult) -> str:
+    """`` | Location: lines 3-9 | Section: A › B``, each field only when known."""
+    out = f" | Location: {result.location}" if result.location else ""
+    return out + (f" | Section: {result.section}" if result.section else "")
+
+
+def format_results(results: list[SearchResult], *, where: Where = None) -> str:
     """``Found N result(s):`` then one block per result, blocks separated by a blank line.
 
-    The default is the contract's template byte for byte (what the LLM reads);
-    ``with_locations`` adds each result's place in its file after the path, for people.
+    The default is the contract's template byte for byte (what the LLM reads); ``where``
+    adds each result's place in its file (see ``Where``).
     """
-    blocks = [
-        f"[{r.rank}] Score: {r.score:.2f} | "
-        f"Source: {r.source_label if with_locations else r.source_path}\n{r.content}"
-        for r in results
-    ]
+    blocks = []
+    for r in results:
+        if where == "label":
+            source = r.source_label + (f" | Section: {r.section}" if r.section else "")
+        elif where == "fields":
+            source = r.source_path + where_fields(r)
+        else:
+            source = r.source_path
+        blocks.append(f"[{r.rank}] Score: {r.score:.2f} | Source: {source}\n{r.content}")
     return f"Found {len(results)} result(s):\n\n" + "\n\n".join(blocks)
 
 

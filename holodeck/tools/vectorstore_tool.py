@@ -21,7 +21,13 @@ from holodeck.ingest.discover import DEFAULT_FILE_TYPES
 from holodeck.ingest.library import LibraryTarget, is_current
 from holodeck.retrieval.fusion import SearchMode
 from holodeck.retrieval.hybrid import retrieve
-from holodeck.tools.formatting import SearchResult, below_threshold, format_results, no_results
+from holodeck.tools.formatting import (
+    SearchResult,
+    Where,
+    below_threshold,
+    format_results,
+    no_results,
+)
 from holodeck.vectorstore.factory import open_index
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
@@ -234,14 +240,14 @@ class VectorStoreTool:
         total: int,
         min_score: float | None = None,
         *,
-        with_locations: bool = False,
+        where: Where = None,
     ) -> str:
         """The contract's text for a result list (``total`` = hits before the score filter).
 
-        ``with_locations`` adds where in its file each result is, for people (the CLI).
+        ``where`` adds where in its file each result is (``formatting.Where``).
         """
         if results:
-            return format_results(results, with_locations=with_locations)
+            return format_results(results, where=where)
         if min_score is None:
             min_score = self.resolved.config.min_similarity_score
         if total and min_score is not None:
@@ -302,6 +308,7 @@ class VectorStoreTool:
                     chunk_index=best.chunk_index,
                     similarity=passage.similarity,
                     location=passage.location,
+                    section=passage.section,
                     chunks=[c.record.chunk_index for c in passage.chunks],
                 )
             )

@@ -48,6 +48,9 @@ class ChunkRecord:
     #: ``pages 3-4``, ``lines 10-42``, ``rows 2-41``, ``slide 3``, ``sheet Budget``;
     #: empty when the format has no such notion.
     location: str = ""
+    #: The heading path of the chunk's section, outermost first: ``EXAMPLES › Undo a commit``
+    #: (``holodeck.ingest.sections``); empty before the first heading or without headings.
+    section: str = ""
 
 
 @dataclass(frozen=True)

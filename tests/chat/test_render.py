@@ -13,7 +13,8 @@ import numpy as np
 from cli_helpers import write
 
 from holodeck.agent.loop import ToolCallRecord
-from holodeck.chat.render import compact_results, highlighted, show_result, sources_text
+from holodeck.chat.render import compact_results, show_result, sources_text
+from holodeck.chat.results import highlighted
 from holodeck.chat.snippets import query_terms, snippet_lines
 from holodeck.config.loader import load_project
 from holodeck.tools.formatting import SearchResult
@@ -67,6 +68,7 @@ def test_location_from_the_store_is_shown_when_known(tmp_path: Path) -> None:
                     content_hash=text_hash(text),
                     token_count=14,
                     location="page 3",
+                    section="Maintenance › Bleeding the pump",
                 )
             ],
         )
@@ -75,19 +77,28 @@ def test_location_from_the_store_is_shown_when_known(tmp_path: Path) -> None:
         tool.close()
     assert [r.source_path for r in results] == ["docs/manual.pdf", "docs/pump.md"]
     assert results[0].location == "page 3"
+    assert results[0].section == "Maintenance › Bleeding the pump"
     score = f"{results[0].score:.2f}"
     shown = compact_results([searched("kb", "how do I bleed the pump?", results)]).plain
     lines = shown.splitlines()
-    assert lines[0] == f"[1] Score: {score} | Source: docs/manual.pdf | Location: page 3"
+    assert lines[0] == (
+        f"[1] Score: {score} | Source: docs/manual.pdf | Location: page 3 | "
+        "Section: Maintenance › Bleeding the pump"
+    )
     assert lines[1] == f"    {text}"
     assert lines[2].startswith(f"[2] Score: {results[1].score:.2f} | Source: docs/pump.md")
 
     on_terminal = compact_results([searched("kb", "how", results)], terminal=True).plain
-    assert on_terminal.splitlines()[0] == f"[1] {score}  docs/manual.pdf (page 3)"
+    assert on_terminal.splitlines()[0] == (
+        f"[1] {score}  docs/manual.pdf › Maintenance › Bleeding the pump · page 3"
+    )
 
     table = sources_text([searched("kb", "how do I bleed the pump?", results)]).splitlines()
-    assert table[0].split() == ["#", "tool", "source", "location", "score"]
-    assert table[1].split() == ["1", "kb", "docs/manual.pdf", "page", "3", score]
+    assert table[0].split() == ["#", "tool", "source", "where", "score"]
+    assert table[1].split() == [
+        "1", "kb", "docs/manual.pdf", "Maintenance", "›", "Bleeding", "the", "pump", "·", "page",
+        "3", score,
+    ]  # fmt: skip
 
 
 def test_snippet_is_the_best_matching_passage_with_what_follows() -> None:
@@ -159,10 +170,10 @@ def test_numbers_run_across_tools_and_show_takes_them() -> None:
     assert show_result(records, "").plain == "/show takes a result number from 1 to 3."
     assert show_result([], "1").plain == "No results in the last message."
     assert sources_text(records).splitlines() == [
-        "#  tool    source    location  score",
-        "1  guides  g/a.md    -         0.80",  # no location known: "-"
-        "2  api     api/x.md  -         0.80",
-        "3  api     b         -         0.70",
+        "#  tool    source    where  score",
+        "1  guides  g/a.md    -      0.80",  # no section or location known: "-"
+        "2  api     api/x.md  -      0.80",
+        "3  api     b         -      0.70",
         "ops('retry policy'): (the tool's text)",
     ]
     assert sources_text([]) == "No searches in the last message."
@@ -173,6 +184,6 @@ def test_sources_fit_the_terminal_keeping_the_file_name() -> None:
     result = SearchResult(rank=1, score=0.41, source_path=long, content="x", location="lines 14-28")
     rows = sources_text([searched("knowledge_base", "upgrade", [result])], width=80).splitlines()
     assert all(len(row) <= 80 for row in rows)
-    assert rows[0].split() == ["#", "tool", "source", "location", "score"]
+    assert rows[0].split() == ["#", "tool", "source", "where", "score"]
     assert rows[1].split()[2].startswith("…") and rows[1].split()[2].endswith("upgrade-notes.txt")
     assert rows[1].split()[3:] == ["lines", "14-28", "0.41"]

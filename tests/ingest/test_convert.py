@@ -179,7 +179,8 @@ def test_vanished_file_is_a_conversion_error(tmp_path: Path) -> None:
 def test_importing_convert_does_not_load_the_heavy_converters() -> None:
     code = (
         "import sys, holodeck.ingest.convert, holodeck.ingest.discover\n"
-        "print([m for m in ('markitdown', 'pypdfium2', 'pandas') if m in sys.modules])"
+        "heavy = ('markitdown', 'pypdfium2', 'pandas', 'trafilatura')\n"
+        "print([m for m in heavy if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 

@@ -103,7 +103,9 @@ async def _scenario(project: Path, transport: str) -> None:
         assert sources(printed)[0] == "docs/airlock.md" and len(sources(printed)) == 3
         text = first.content[0].text
         assert text.startswith("Found 3 result(s):\n\n[1] Score: ")
-        assert "| Source: docs/airlock.md\nThe airlock cycles in ninety seconds." in text
+        # each result line says where in the file it is (the agent's own tool keeps the
+        # contract's template byte for byte: tests/tools/test_search_output.py)
+        assert "| Source: docs/airlock.md | Location: line 1\nThe airlock cycles" in text
 
         # Bad arguments: a tool error with the contract's message; the server keeps serving.
         for bad in ({"query": ""}, {"query": "  \n "}, {}, {"query": 42}):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from holodeck.agent.loop import ToolCallRecord
+from holodeck.chat.snippets import passages
 from holodeck.config.models import ExpectedTool
 from holodeck.testing.checks import (
     check_content,
     check_sources,
     check_tools,
-    passages,
     source_ranks,
 )
 from holodeck.tools.formatting import SearchResult

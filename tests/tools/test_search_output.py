@@ -88,9 +88,10 @@ def test_all_filtered_by_min_score(project: Path) -> None:
     assert result.stdout == "No results above similarity threshold 0.99\n"
 
 
-def test_no_results(project: Path) -> None:
+def test_no_results_for_a_folder_that_does_not_exist_says_so(project: Path) -> None:
     result = run_holodeck("search", "JWT tokens", "--book", "no-such-folder", cwd=project)
     assert result.stdout == "No relevant results found for query: JWT tokens\n"
+    assert "kb: no folder 'no-such-folder' in its documents (folders: .)" in result.stderr
 
 
 def test_empty_query_is_a_usage_error(project: Path) -> None:

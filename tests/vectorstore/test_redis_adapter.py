@@ -694,3 +694,28 @@ def test_an_index_from_before_keyword_search_gains_it_in_place(
     ]
     assert store.keyword_search("t2", "walrus tide", 5, scope) == []
     adapter.close()
+
+
+def test_sections_round_trip_and_chunks_of_older_releases_read_without_one(
+    open_adapter: Callable[..., RedisIndexAdapter], redis_url: str, redis_index_name: str
+) -> None:
+    rng = np.random.default_rng(7)
+    adapter = open_adapter()
+    store = VectorStore(adapter)
+    new = make_record(unit(rng), doc="book/new.md")
+    new.section = "EXAMPLES › Undo a commit"
+    store.upsert_chunks("t1", [new])
+    old = make_record(unit(rng), doc="book/old.md")
+    row = redis_adapter._to_hash(old)
+    del row["section"]  # what a release before sections wrote
+    redis.Redis.from_url(redis_url).hset(f"{redis_index_name}:chunk:{old.chunk_id}", mapping=row)
+
+    (got_new,) = store.doc_chunks("t1", "lib", "book/new.md")
+    (got_old,) = store.doc_chunks("t1", "lib", "book/old.md")
+    assert got_new.section == "EXAMPLES › Undo a commit"
+    assert got_old.section == "" and got_old.content == old.content
+    hits = store.search("t1", old.vector, 2)
+    assert {h.record.doc_id: h.record.section for h in hits} == {
+        "book/new.md": "EXAMPLES › Undo a commit",
+        "book/old.md": "",
+    }

@@ -175,3 +175,11 @@ def m003_vector_files(db: sqlite3.Connection) -> None:
             removed INTEGER NOT NULL
         )"""
     )
+
+
+@migration
+def m004_chunk_sections(db: sqlite3.Connection) -> None:
+    # Each chunk's heading path ("EXAMPLES › Undo a commit"). Chunks stored before it have
+    # none ('') until their document is ingested again, which the next ingest does (the
+    # pipeline's version changed): their vectors are reused where the text is unchanged.
+    db.execute("ALTER TABLE chunks ADD COLUMN section TEXT NOT NULL DEFAULT ''")

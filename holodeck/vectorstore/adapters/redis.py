@@ -4,7 +4,8 @@ One RediSearch index (HNSW or FLAT; COSINE, L2 or IP) over HASH keys serves ever
 library; every read and delete filters by tenant. Filters are redisvl ``Tag`` expressions, so
 the library escapes every value. Key layout, for index ``<name>``:
 
-- ``<name>:chunk:<chunk_id>``  one HASH per chunk (the indexed documents);
+- ``<name>:chunk:<chunk_id>``  one HASH per chunk (the indexed documents; its ``section``,
+  the heading path, is stored, not indexed: a chunk of an older release has none);
 - ``<name>:meta``              HASH: embedding model, dimensions, algorithm, metric;
 - ``<name>:docs:<scope>``      HASH per tenant+library: doc_id -> DocState as JSON;
 - ``<name>:owner:<scope>``     HASH per tenant+library: who fills it (project id, source...);
@@ -69,7 +70,7 @@ _TAG_FIELDS = ("tenant_id", "library_id", "book_id", "doc_id", "tags", "language
 _RECORD_FIELDS = (
     "chunk_id", "tenant_id", "library_id", "book_id", "doc_id", "chunk_index", "content",
     "vector", "embedding_model", "source_path", "mtime", "content_hash", "token_count",
-    "tags", "language", "location",
+    "tags", "language", "location", "section",
 )  # fmt: skip
 #: Every field of holodeck's index and its type, as FT.INFO reports them.
 _SCHEMA_TYPES = {
@@ -941,6 +942,7 @@ def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
         "tags": TAG_SEPARATOR.join(rec.tags),
         "language": rec.language or "",
         "location": rec.location,
+        "section": rec.section,
         **_keyword_fields(rec.content),
     }
 
@@ -965,4 +967,5 @@ def _from_hash(row: dict[str, Any]) -> ChunkRecord:
         tags=tags.split(TAG_SEPARATOR) if tags else [],
         language=_text(row.get("language", "")) or None,
         location=_text(row.get("location", "")),
+        section=_text(row.get("section", "")),  # absent from chunks of older releases
     )

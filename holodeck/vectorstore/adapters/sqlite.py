@@ -268,12 +268,12 @@ class SqliteIndexAdapter:
             cur = db.execute(
                 "INSERT INTO chunks (chunk_id, lib, book_id, doc_id, chunk_index, content, "
                 "embedding_model, source_path, mtime, content_hash, token_count, tags, language, "
-                "location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "location, section) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     rec.chunk_id, libs[key], rec.book_id, rec.doc_id, int(rec.chunk_index),
                     rec.content, rec.embedding_model, rec.source_path, float(rec.mtime),
                     rec.content_hash, int(rec.token_count), json.dumps(rec.tags), rec.language,
-                    rec.location,
+                    rec.location, rec.section,
                 ),
             )  # fmt: skip
             vector = np.asarray(rec.vector, dtype=np.float32).tobytes()

@@ -27,8 +27,10 @@ PARALLEL_MIN_ROWS = 20_000
 CHUNK_COLUMNS = (
     "c.id, c.chunk_id, l.tenant_id, l.library_id, c.book_id, c.doc_id, c.chunk_index, "
     "c.content, c.embedding_model, c.source_path, c.mtime, c.content_hash, c.token_count, "
-    "c.tags, c.language, c.location"
+    "c.tags, c.language, c.location, c.section"
 )
+#: Position of the vector's bytes in a row of ``CHUNK_COLUMNS`` followed by ``v.vector``.
+VECTOR_COLUMN = 17
 
 
 class Reader(Protocol):
@@ -96,7 +98,7 @@ def records_by_id(
         f"JOIN libraries l ON l.id = c.lib{join} WHERE c.id IN ({marks})",
         ids,
     ).fetchall()
-    return {row[0]: record(row, row[16] if with_vectors else None) for row in rows}
+    return {row[0]: record(row, row[VECTOR_COLUMN] if with_vectors else None) for row in rows}
 
 
 def record(row: Sequence[Any], blob: bytes | None) -> ChunkRecord:
@@ -123,6 +125,7 @@ def record(row: Sequence[Any], blob: bytes | None) -> ChunkRecord:
         tags=json.loads(row[13]),
         language=row[14],
         location=row[15],
+        section=row[16],
     )
 
 
