@@ -85,6 +85,8 @@ class InitResult:
     kept: list[str] = field(default_factory=list)
     gitignore: str = ""  # "created", "added" or "present"
     case: ExampleCase | None = None
+    #: Opt-in file types found in the source and enabled in agent.yaml, with their counts.
+    enabled_types: dict[str, int] = field(default_factory=dict)
 
 
 def init_project(root: Path, source: str | None = None, force: bool = False) -> InitResult:
@@ -142,7 +144,9 @@ def init_project(root: Path, source: str | None = None, force: bool = False) -> 
     result.case = case
 
     shown = source_text + "/" if source_path.is_dir() and source_text != "." else source_text
-    _write(result, agent_path, agent_yaml(result.agent_name, shown, case), force)
+    result.enabled_types = opt_in_types(source_path) if source_path.exists() else {}
+    text = agent_yaml(result.agent_name, shown, case, result.enabled_types)
+    _write(result, agent_path, text, force)
     _write(result, root / PROJECT_CONFIG, CONFIG_TEXT, force)
     result.gitignore = add_gitignore_entry(root / ".gitignore")
     return result
@@ -189,8 +193,32 @@ def example_case(source: Path) -> ExampleCase | None:
     return None
 
 
-def agent_yaml(name: str, where: str, case: ExampleCase) -> str:
+def opt_in_types(source: Path) -> dict[str, int]:
+    """The file types a tool reads only when asked (.docx .pptx .xlsx .html .htm) that
+    ``source`` holds, with how many files of each, in the order of ``ALL_FILE_TYPES``."""
+    from holodeck.ingest.discover import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, discover
+
+    optional = [t for t in ALL_FILE_TYPES if t not in DEFAULT_FILE_TYPES]
+    counts = {t: 0 for t in optional}
+    for file in discover(source, optional).files:
+        counts[file.path.suffix.lower()] += 1
+    return {t: n for t, n in counts.items() if n}
+
+
+def agent_yaml(
+    name: str, where: str, case: ExampleCase, enabled: dict[str, int] | None = None
+) -> str:
     """The text of a minimal, valid agent.yaml with comments that say what to change."""
+    types = ""
+    if enabled:
+        from holodeck.ingest.discover import DEFAULT_FILE_TYPES
+
+        found = ", ".join(f"{n} {t}" for t, n in enabled.items())
+        listed = ", ".join([*DEFAULT_FILE_TYPES, *enabled])
+        types = (
+            f"    # the default types, and those found in {where} when init ran ({found})\n"
+            f"    file_types: [{listed}]\n"
+        )
     content = (
         f"\n    expected_content: [{_quote(case.expected_content)}]"
         if case.expected_content
@@ -215,7 +243,7 @@ tools:
     name: {TOOL_NAME}            # letters, digits, underscores: the name LLMs and MCP clients see
     description: {_quote(f"Search the documents in {where}")}
     source: {_quote(where)}
-    top_k: 5                        # results per search (1-100)
+{types}    top_k: 5                        # results per search (1-100)
 
 # Metrics that judge each case's answer (`holodeck test`), asked of a judge model. Uncomment
 # with a model: above; standard ones (rouge, bleu, f1_score, equality, numeric) need none.

@@ -84,6 +84,7 @@ def describe_tool(
         "embedding_dimensions": known.dimensions if known else None,
         "chunk_size": effective_chunk_size(tool.embedding_model, cfg.chunk_size),
         "chunk_size_requested": cfg.chunk_size,
+        "chunk_size_set": "chunk_size" in cfg.model_fields_set,  # in agent.yaml, or the default
         "chunk_overlap": cfg.chunk_overlap,
         "top_k": cfg.top_k,
         "search_mode": cfg.search_mode,
@@ -152,7 +153,11 @@ def render_text(data: dict[str, Any]) -> str:
             )
         size = f"{tool['chunk_size']} tokens"
         if tool["chunk_size"] != tool["chunk_size_requested"]:
-            size += f" (asked {tool['chunk_size_requested']}; the model reads {tool['chunk_size']})"
+            size += (
+                f" (asked {tool['chunk_size_requested']}; the model reads {tool['chunk_size']})"
+                if tool["chunk_size_set"]
+                else f" (all the model reads; the default is {tool['chunk_size_requested']})"
+            )
         dims = f", {tool['embedding_dimensions']} dims" if tool["embedding_dimensions"] else ""
         min_score = tool["min_similarity_score"]
         lines += [

@@ -18,13 +18,18 @@ from holodeck.scaffold import INDEX_IGNORE, init_project
     "with a starter document when missing).",
 )
 @click.option("--force", is_flag=True, help="Overwrite agent.yaml and .holodeck/config.yaml.")
-def init(directory: str, source: str | None, force: bool) -> None:
+@click.pass_context
+def init(ctx: click.Context, directory: str, source: str | None, force: bool) -> None:
     """Start a project in DIR (default: .): agent.yaml, .holodeck/config.yaml, .gitignore.
 
     The agent is named after the folder, searches docs/ (or --source) and has one test case
-    that passes on those documents once ingested. Nothing is overwritten without --force.
+    that passes on those documents once ingested; file types read only when asked (.docx,
+    .pptx, .xlsx, .html) that the documents hold are enabled. Nothing is overwritten without
+    --force. -q prints nothing but errors.
     """
     result = init_project(Path(directory), source=source, force=force)
+    if (ctx.obj or {}).get("quiet"):
+        return
     shown = result.source + ("/" if (result.root / result.source).is_dir() else "")
     for name in result.created:
         click.echo(f"Created {name}")
@@ -39,5 +44,8 @@ def init(directory: str, source: str | None, force: bool) -> None:
         f"Agent {result.agent_name!r}: one knowledge base (knowledge_base) over {shown}, "
         "one test case."
     )
+    if result.enabled_types:
+        found = ", ".join(f"{n} {t}" for t, n in result.enabled_types.items())
+        click.echo(f"Enabled {' '.join(result.enabled_types)} in file_types ({found} in {shown})")
     where = "" if result.root == Path.cwd().resolve() else f"cd {directory} && "
     click.echo(f"Next: {where}holodeck ingest && holodeck test   (then: holodeck serve)")

@@ -106,3 +106,26 @@ def test_an_existing_project_config_is_kept(tmp_path: Path) -> None:
     assert "Kept .holodeck/config.yaml" in out
     assert (tmp_path / ".holodeck" / "config.yaml").read_text() == "# shared settings\n"
     assert (tmp_path / "agent.yaml").is_file()
+
+
+def test_init_enables_the_opt_in_types_the_folder_holds_and_q_is_quiet(tmp_path: Path) -> None:
+    manuals = tmp_path / "manuals"
+    write(manuals / "guide.md", "# Guide\n\nThe ferry leaves at noon on Sundays and holidays.\n")
+    write(manuals / "api" / "dgram.html", "<html><body><h1>UDP</h1><p>Sockets.</p></body></html>")
+    write(manuals / "api" / "old.HTM", "<html><body><p>The old dome.</p></body></html>")
+
+    made = run_holodeck("init", "--source", "manuals", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "Enabled .html .htm in file_types (1 .html, 1 .htm in manuals/)" in made.stdout
+    tool = yaml.safe_load((tmp_path / "agent.yaml").read_text())["tools"][0]
+    assert tool["file_types"] == [".txt", ".md", ".pdf", ".csv", ".json", ".html", ".htm"]
+    ingested = run_holodeck("ingest", "--json", cwd=tmp_path)
+    assert ingested.returncode == 0, ingested.stderr
+    summary = json.loads(ingested.stdout)["tools"][0]
+    assert (summary["new"], summary["skipped"]) == (3, 0)  # nothing left out, no warning
+
+    quiet = tmp_path / "quiet"
+    write(quiet / "docs" / "notes.md", "# Notes\n\nThe night log is kept in the red binder.\n")
+    silent = run_holodeck("init", "-q", cwd=quiet)
+    assert silent.returncode == 0 and silent.stdout == "" and silent.stderr == ""
+    assert "file_types" not in (quiet / "agent.yaml").read_text()  # only defaults there

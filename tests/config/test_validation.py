@@ -229,3 +229,20 @@ def test_missing_agent_file(tmp_path: Path) -> None:
     result = run_holodeck("config", "show", cwd=tmp_path)
     assert result.returncode == 2
     assert f"no agent.yaml in {tmp_path.resolve()}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "shown"),
+    [
+        ("", "256 tokens (all the model reads; the default is 512)"),
+        ("    chunk_size: 512", "256 tokens (asked 512; the model reads 256)"),
+        ("    chunk_size: 200", "200 tokens"),
+    ],
+)
+def test_config_show_says_asked_only_when_agent_yaml_asked(
+    tmp_path: Path, extra: str, shown: str
+) -> None:
+    write(tmp_path / "agent.yaml", BASE.format(extra=extra))
+    result = run_holodeck("config", "show", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"  chunk size:      {shown}\n" in result.stdout
