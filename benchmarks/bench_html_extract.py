@@ -12,6 +12,9 @@ element (Sphinx ``div[role=main]``, Node ``#apicontent``: what a reader reads):
 - CPU seconds for all pages.
 
     python benchmarks/bench_html_extract.py CORPUS/html [--limit N]
+
+readability-lxml is not a dependency of holodeck: ``pip install "readability-lxml<0.9"``
+(0.9 pins chardet below 6, holodeck needs 7) to run its row.
 """
 
 from __future__ import annotations

@@ -22,6 +22,11 @@ cuts (and what an edit re-embeds) do not depend on it. Two cuts in three fall be
 paragraphs on real documentation; together these give the model 16 % fewer tokens than
 starting at the word exactly ``chunk_overlap`` tokens back.
 
+No chunk is a sliver: each cut lies past the previous chunk's end and leaves the chunk (and,
+near the end of the text, what follows it) at least ``MIN_CHUNK_TOKENS``; a line or a table
+row wider than the budget is cut inside itself instead of at the last gap before it (which
+once gave nine chunks of one heading, each a word shorter than the last).
+
 The text is tokenized in windows of a few dozen chunks, not whole: a 50 MB file costs the
 same memory as a small one, and tokenizers that slow down on very long inputs never see one.
 """
