@@ -53,6 +53,16 @@ def _clean_prose(text: str) -> str:
     return text
 
 
+# A backslash before a punctuation character: how converters escape Markdown's characters in
+# a document's text (``student\\_tuples``), which would hide ``student_tuples`` from search.
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
+
+
+def unescape_markdown(text: str) -> str:
+    """Text a converter escaped for Markdown, as written (code fences left alone)."""
+    return _outside_fences(text, lambda prose: _ESCAPE.sub(r"\1", prose))
+
+
 def _outside_fences(text: str, fix: Callable[[str], str]) -> str:
     """Apply ``fix`` to the text between fenced code blocks."""
     out: list[str] = []
@@ -104,7 +114,7 @@ def html_main_text(html: str) -> str | None:
     )
     if not markdown or not markdown.strip():
         return None
-    return _HEADING_ANCHOR.sub(r"\1", markdown)
+    return unescape_markdown(_HEADING_ANCHOR.sub(r"\1", markdown))
 
 
 # --- PDF -----------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from typing import Any
 
 import chardet
 
-from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages
+from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages, unescape_markdown
 from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, within
 from holodeck.ingest.locations import Anchors
 from holodeck.ingest.sections import (
@@ -72,9 +72,6 @@ _pdfium_lock = threading.Lock()
 _SLIDE_MARK = re.compile(r"^<!-- Slide number: (\d+) -->[ \t]*\n?", re.MULTILINE)
 # markitdown heads each sheet of a workbook with "## <sheet name>".
 _SHEET_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
-
-# A backslash before a punctuation character: markitdown's escaping of a .docx's text.
-_MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
 
 _markitdown: dict[str, Any] = {}
 _markitdown_lock = threading.Lock()
@@ -185,8 +182,7 @@ def _convert(data: bytes, suffix: str, name: str) -> Converted:
         marks = ((m.start(), m.group(1).strip()) for m in _SHEET_HEADING.finditer(markdown))
         return _with_headings(Converted(markdown, Anchors.at("sheet", marks)))
     if suffix == ".docx":
-        # markitdown escapes Markdown's characters in a document's text (student\\_tuples)
-        markdown = _MD_ESCAPE.sub(r"\1", _markitdown_convert(data, suffix))
+        markdown = unescape_markdown(_markitdown_convert(data, suffix))
         return _with_headings(Converted(clean_markdown(markdown)))
     raise ConversionError(f"conversion failed: unsupported file type {suffix or '(none)'}")
 

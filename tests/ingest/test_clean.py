@@ -147,7 +147,8 @@ the housing until water without bubbles comes out, then close it a quarter turn 
 snug. A pump that keeps gathering air has a leaking suction joint.</p>
 <h3>Bleed screw sizes</h3>
 <p>Older pumps take a 6 mm key, the models installed after the refit take an 8 mm key,
-and both keys hang on the board next to the main switch.</p>
+and both keys hang on the board next to the main switch. The setting bleed_interval_days
+says how often the check is due.</p>
 </article></main>
 <footer>Copyright Station Wiki. <a href="/privacy">Privacy</a> <a href="/terms">Terms</a></footer>
 </body></html>"""
@@ -160,6 +161,7 @@ def test_html_keeps_the_article_and_its_headings_not_the_site_around_it(tmp_path
     text = converted.text
 
     assert "Open the bleed screw on top of" in " ".join(text.split())
+    assert "bleed_interval_days" in text  # an identifier stays whole (no Markdown escape)
     for chrome in ("Boilers", "Log in", "Privacy", "analytics", "float: left", "](", "http"):
         assert chrome not in text, chrome
     start = text.index("Older pumps")
