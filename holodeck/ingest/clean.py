@@ -120,7 +120,11 @@ def html_main_text(html: str) -> str | None:
 # --- PDF -----------------------------------------------------------------------------------
 
 # "7.37 Why does backslash behave strangely . . . . . . 39", "Introduction ........ iii"
-_LEADER = re.compile(r"(?:\.[ \t]?){4,}[ \t]*(?:\d{1,4}|[ivxlc]{1,6})[ \t]*$", re.IGNORECASE)
+_LEADER = re.compile(
+    r"(?:\.[ \t]?){4,}[ \t]*(?:\d{1,4}|[ivxlc]{1,6})(?:[ \t]*,[ \t]*\d{1,4})*[ \t]*$", re.IGNORECASE
+)
+# an index line whose pages went to the next line: "\morecmidrules . . . ."
+_LEADER_ONLY = re.compile(r"(?:\.[ \t]?){4,}$")
 # "4.3.1 Packages using DBI 20": a numbered title ending in its page
 _NUMBERED_ENTRY = re.compile(r"^(?:\d+(?:\.\d+)*|[A-Z](?:\.\d+)*)\.?[ \t]+\S.*[ \t]\d{1,4}[ \t]*$")
 # "\cmidrule, 4, 5" / "regular expressions 12, 45-47": a term and its pages
@@ -205,7 +209,11 @@ def _is_index(lines: list[str]) -> bool:
     entries = [x.strip() for x in lines if x.strip()]
     if len(entries) < 10:
         return False
-    return sum(bool(_INDEX_ENTRY.match(x)) for x in entries) >= INDEX_SHARE * len(entries)
+    hits = sum(
+        bool(_INDEX_ENTRY.match(x) or _LEADER_ONLY.search(x)) or len(x) == 1  # "M": a letter
+        for x in entries
+    )
+    return hits >= INDEX_SHARE * len(entries)
 
 
 def _shape(line: str) -> str:
