@@ -108,8 +108,9 @@ def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
     """``/sources``: one aligned row per result (rank, tool, source, where, score), no text.
 
     ``#`` is the number ``/show`` takes; it is the tool's rank when one tool was searched.
-    Searches that failed or found nothing get a line saying so. Rows fit ``width``: a
-    source path too long for it keeps its end (the file name), ``…`` standing for the rest.
+    Searches that failed or found nothing get a line saying so. Rows fit ``width``: the
+    where column gives way first (keeping its start), then a source path keeps its end (the
+    file name), ``…`` standing for what is left out.
     """
     if not records:
         return "No searches in the last message."
@@ -120,6 +121,11 @@ def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     excess = sum(widths) + 2 * (len(widths) - 1) - width
+    if excess > 0:  # a long section gives way first (keeping its start), then the path
+        cut = min(excess, max(0, widths[3] - _WHERE_KEPT))
+        widths[3] -= cut
+        excess -= cut
+        rows = [(*row[:3], _keep_start(row[3], widths[3]), row[4]) for row in rows]
     if excess > 0:
         widths[2] = max(len("source"), widths[2] - excess)
         rows = [(*row[:2], _keep_end(row[2], widths[2]), *row[3:]) for row in rows]
@@ -136,6 +142,15 @@ def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
             query = record.query if record.query is not None else ""
             lines.append(f"{record.tool}({query!r}): {record.output}")
     return "\n".join(lines)
+
+
+#: Characters of the where column kept when a row is too wide (a location fits whole).
+_WHERE_KEPT = 24
+
+
+def _keep_start(text: str, width: int) -> str:
+    """``text`` cut to ``width`` from the right: ``EXAMPLES › Undo a co…``."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _keep_end(text: str, width: int) -> str:

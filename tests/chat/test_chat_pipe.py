@@ -67,20 +67,23 @@ def test_commands_in_line_mode(example: Path) -> None:
     found = run_holodeck("search", "--json", "-a", "agent.yaml.example", question, cwd=example)
     results = json.loads(found.stdout)["tools"][0]["results"]
 
-    # /sources: one row per result (rank, tool, source, location, score), none of their text
+    # /sources: one row per result (rank, tool, source, where, score), none of their text
     lines = out.splitlines()
     top = lines.index(next(line for line in lines if line.startswith("#  tool")))
-    assert lines[top].split() == ["#", "tool", "source", "location", "score"]
+    assert lines[top].split() == ["#", "tool", "source", "where", "score"]
     rows = [ROW.match(line) for line in lines[top + 1 : top + 6]]
     assert all(rows), "\n".join(lines[top : top + 6])
-    assert [r.groups() for r in rows if r] == [
-        (str(r["rank"]), r["source_path"], r["location"] or "-", f"{r['score']:.2f}")
-        for r in results
+    got = [r.groups() for r in rows if r]
+    assert [(g[0], g[1], g[3]) for g in got] == [
+        (str(r["rank"]), r["source_path"], f"{r['score']:.2f}") for r in results
     ]
+    for (_, _, cell, _), r in zip(got, results, strict=True):  # cut to fit 100 columns, if long
+        assert cell == _where(r) or (cell.endswith("…") and _where(r).startswith(cell[:-1]))
 
     # /show 1: the first result whole, exactly as the search found it
     best = results[0]
     where = f" | Location: {best['location']}" if best["location"] else ""
+    where += f" | Section: {best['section']}" if best["section"] else ""
     shown = (
         f"[1] Score: {best['score']:.2f} | Source: {best['source_path']}{where}\n"
         f"{best['content']}\n"
@@ -215,3 +218,8 @@ def test_answers_that_are_not_completions_are_errors_and_the_round_limit_is_told
         "searches made so far (--max-tool-rounds raises the limit)"
     ) in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _where(result: dict) -> str:
+    """The /sources cell of a result: section and location, or "-"."""
+    return " · ".join(p for p in (result["section"], result["location"]) if p) or "-"
