@@ -108,9 +108,9 @@ def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
     """``/sources``: one aligned row per result (rank, tool, source, where, score), no text.
 
     ``#`` is the number ``/show`` takes; it is the tool's rank when one tool was searched.
-    Searches that failed or found nothing get a line saying so. Rows fit ``width``: the
-    where column gives way first (keeping its start), then a source path keeps its end (the
-    file name), ``…`` standing for what is left out.
+    Searches that failed or found nothing get a line saying so. Rows fit ``width``: a
+    section gives way first (its location stays whole), then a source path keeps its end
+    (the file name), ``…`` standing for what is left out.
     """
     if not records:
         return "No searches in the last message."
@@ -121,11 +121,12 @@ def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     excess = sum(widths) + 2 * (len(widths) - 1) - width
-    if excess > 0:  # a long section gives way first (keeping its start), then the path
-        cut = min(excess, max(0, widths[3] - _WHERE_KEPT))
+    if excess > 0:  # a section gives way first (the location stays whole), then the path
+        floor = max(len(_location_of(row[3])) for row in rows)
+        cut = min(excess, max(0, widths[3] - floor))
         widths[3] -= cut
         excess -= cut
-        rows = [(*row[:3], _keep_start(row[3], widths[3]), row[4]) for row in rows]
+        rows = [(*row[:3], _fit_where(row[3], widths[3]), row[4]) for row in rows]
     if excess > 0:
         widths[2] = max(len("source"), widths[2] - excess)
         rows = [(*row[:2], _keep_end(row[2], widths[2]), *row[3:]) for row in rows]
@@ -144,13 +145,21 @@ def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
     return "\n".join(lines)
 
 
-#: Characters of the where column kept when a row is too wide (a location fits whole).
-_WHERE_KEPT = 24
+def _location_of(where: str) -> str:
+    """The location part of a where cell (``lines 3-9`` of ``A › B · lines 3-9``)."""
+    return where.rsplit(" · ", 1)[-1] if " · " in where else where
 
 
-def _keep_start(text: str, width: int) -> str:
-    """``text`` cut to ``width`` from the right: ``EXAMPLES › Undo a co…``."""
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _fit_where(where: str, width: int) -> str:
+    """A where cell in ``width``: its section cut short (``Retries › Back… · lines 3-9``),
+    the location whole."""
+    if len(where) <= width:
+        return where
+    if " · " not in where:
+        return where[: max(1, width - 1)] + "…"
+    section, location = where.rsplit(" · ", 1)
+    room = width - len(location) - len(" · ") - 1
+    return f"{section[:room]}… · {location}" if room > 0 else location
 
 
 def _keep_end(text: str, width: int) -> str:
