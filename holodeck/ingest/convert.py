@@ -73,6 +73,9 @@ _SLIDE_MARK = re.compile(r"^<!-- Slide number: (\d+) -->[ \t]*\n?", re.MULTILINE
 # markitdown heads each sheet of a workbook with "## <sheet name>".
 _SHEET_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 
+#: Fewer words of main text than this: the page is converted whole instead.
+_MIN_MAIN_WORDS = 50
+
 _markitdown: dict[str, Any] = {}
 _markitdown_lock = threading.Lock()
 #: markitdown's converter class for each optional format.
@@ -195,13 +198,14 @@ def _with_headings(converted: Converted) -> Converted:
 
 def _html_text(html: str, suffix: str) -> Converted:
     """The page's main text and headings (navigation, sidebars, footers and scripts left
-    out); the whole page through markitdown when no main text is found."""
+    out); the whole page through markitdown when no main text is found, or only a few
+    words of it (trafilatura reads a tiny page by a fallback that loses its headings)."""
     try:
         markdown = html_main_text(html)
     except Exception as exc:  # a parser failing on one page: its whole text is still worth having
         log.debug("main-text extraction failed (%s); converting the whole page", exc)
         markdown = None
-    if markdown is None:
+    if markdown is None or len(markdown.split()) < _MIN_MAIN_WORDS:
         # Decoded by the same UTF-8-then-chardet rule as text, handed over as UTF-8.
         markdown = _markitdown_convert(html.encode("utf-8"), suffix, charset="utf-8")
     text = clean_markdown(markdown)
