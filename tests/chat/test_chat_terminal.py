@@ -20,7 +20,7 @@ from fake_openai import FakeOpenAI, raw, text, tool_calls
 PROMPT = "you>"
 QUESTION = "How do I retry a failed job?"
 #: A result's first line on a terminal: number, score, source (and location when known).
-HEADER = re.compile(r"^\[\d\] \d\.\d\d  examples/docs/\S+( \(.+\))?$")
+HEADER = re.compile(r"^\[\d\] \d\.\d\d  examples/docs/\S+( › .+)?( · .+)?$")
 #: SGR sequences that set a style; prompt_toolkit's plain resets (ESC[0m) do not count.
 STYLE = re.compile(r"\x1b\[(?!0?m)[0-9;]*m")
 
