@@ -16,7 +16,7 @@ import click
 
 from holodeck.cli.options import agent_option, agent_path
 from holodeck.config.loader import Project, load_project
-from holodeck.vectorstore.factory import open_index
+from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 
 @click.group()
@@ -43,16 +43,17 @@ def info(agent_opt: str | None, tool_names: tuple[str, ...], as_json: bool) -> N
 
 
 def tool_info(project: Project, tool_name: str) -> dict[str, Any]:
-    """The adapter's ``stats`` for one tool, plus its library and any fallback."""
-    tool = project.tool(tool_name)
-    opened = open_index(tool.database, project.root, tool.name)
+    """The adapter's ``stats`` for one tool, plus its library and any fallback; refused,
+    as a search is, when the library is another project's."""
+    tool = VectorStoreTool(project.tool(tool_name), project)
     try:
-        stats = opened.adapter.stats(project.tenant_id, tool.name)
+        tool.check_readable()
+        stats = tool.store.adapter.stats(project.tenant_id, tool.name)
     finally:
-        opened.adapter.close()
+        tool.close()
     if stats["backend"] == "local":
         stats["index"] = project.display(Path(stats["index"]))
-    return {"tool": tool.name, "library": tool.name, **stats, "fallback": opened.fallback_reason}
+    return {"tool": tool.name, "library": tool.name, **stats, "fallback": tool.fallback_reason}
 
 
 def render_text(data: dict[str, Any]) -> str:

@@ -60,6 +60,11 @@ def project_id(root: Path) -> str:
     return created
 
 
+def known_project_id(root: Path) -> str | None:
+    """The id in ``<root>/.holodeck/project_id``, or None: reading never creates it."""
+    return _read(root / PROJECT_ID_FILE)
+
+
 def _read(path: Path) -> str | None:
     """The id a project file holds; None when there is no file. A broken file is an error."""
     try:
@@ -85,10 +90,7 @@ def library_owner(root: Path, source: Path) -> dict[str, str]:
     ``project_id`` and ``source`` (relative to the root when inside it) identify the owner;
     ``root``, ``host`` and ``description`` only describe it, to name it in an error.
     """
-    try:
-        shown = source.relative_to(root).as_posix() or "."
-    except ValueError:
-        shown = str(source)
+    shown = source_label(root, source)
     host = socket.gethostname()
     return {
         "project_id": project_id(root),
@@ -97,3 +99,31 @@ def library_owner(root: Path, source: Path) -> dict[str, str]:
         "host": host,
         "description": f"source {shown} of the project at {root} (host {host})",
     }
+
+
+def source_label(root: Path, source: Path) -> str:
+    """A source as an owner record names it: relative to the project root when inside it."""
+    try:
+        return source.relative_to(root).as_posix() or "."
+    except ValueError:
+        return str(source)
+
+
+def owned_elsewhere(agent: str, tool: str, tenant: str, where: str, *, reading: bool) -> str:
+    """Why a library another project fills is refused, and what to change.
+
+    Names this agent, tool and tenant and the index, never the other project: its path,
+    host and id are not this project's to see.
+    """
+    head = f"agent {agent!r}, tool {tool!r}: the library of tenant {tenant!r} in {where}"
+    if reading:
+        what = "is filled by another project, so this project may not read it"
+        share = f"to share it, set tenant: {tenant} explicitly (its next ingest takes it over)"
+    else:
+        what = "is filled by another project; nothing was changed"
+        share = f"to take it over, set tenant: {tenant} explicitly"
+    return (
+        f"{head} {what}. To keep both, set tenant: to another value in agent.yaml or rename "
+        f"the tool; {share}; if both are one project, commit {PROJECT_ID_FILE.as_posix()} so "
+        "every checkout shares its id"
+    )

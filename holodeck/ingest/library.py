@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from holodeck.config.project_id import source_label
 from holodeck.ingest.discover import DEFAULT_FILE_TYPES, SourceFile, discover
 from holodeck.vectorstore.records import DocState
 from holodeck.vectorstore.store import VectorStore
@@ -32,16 +33,24 @@ class LibraryTarget:
     owner: dict[str, str] | None = None
     #: Take the library over from another source (the agent names its ``tenant:`` itself).
     take_over: bool = False
+    #: The agent's name, for messages (default: the tenant).
+    agent_name: str = ""
 
 
 def is_current(store: VectorStore, model_id: str, target: LibraryTarget) -> bool:
     """Whether the library already holds its source as it is now, checked without a lock,
     a write or a read of any file: one ``stat`` per file, every size and mtime as stored,
-    no file vanished or new, and the index made with ``model_id``. A reader (search, chat,
-    test) that finds it so has nothing to ingest; otherwise ``ingest_library`` decides."""
+    no file vanished or new, the index made with ``model_id`` and filled from this source.
+    A reader (search, chat, test) that finds it so has nothing to ingest; otherwise
+    ``ingest_library`` decides."""
     info = store.describe_index()
     if info is None or info.embedding_model != model_id:
         return False
+    owner = store.adapter.library_owner(target.tenant_id, target.library_id)
+    if owner is not None and owner.get("source") != source_label(
+        target.project_root, target.source
+    ):
+        return False  # filled from another folder: the ingest moves it (or refuses)
     files = discover(target.source, target.file_types, target.exclude).stats()
     states = store.doc_states(target.tenant_id, target.library_id)
     if len(states) != len(files):

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from holodeck.config.project_id import PROJECT_ID_FILE, library_owner
+from holodeck.config.project_id import library_owner, owned_elsewhere
 from holodeck.embeddings.base import Embedder
 from holodeck.errors import ConfigError, EmbeddingError, IngestError, ValidationError
 from holodeck.ingest.discover import SourceFile, discover
@@ -91,6 +91,7 @@ class IngestSummary:
     touched: int = 0
     unchanged: int = 0
     removed: int = 0
+    moved: int = 0
     skipped: int = 0
     failed: int = 0
     chunks_embedded: int = 0
@@ -106,17 +107,18 @@ class IngestSummary:
 
     @property
     def did_work(self) -> bool:
-        """Files were ingested or removed (a file failing again, as it did last time, and
-        files only touched are not news)."""
-        return bool(self.new + self.changed + self.removed)
+        """Files were ingested, moved or removed (a file failing again, as it did last time,
+        and files only touched are not news)."""
+        return bool(self.new + self.changed + self.removed + self.moved)
 
     def line(self) -> str:
-        """The one-line summary a user reads after an ingest."""
+        """The one-line summary a user reads after an ingest (``moved`` only when some were)."""
+        moved = f"{self.moved} moved, " if self.moved else ""
         return (
             f"{self.tool}: {self.new} new, {self.changed} changed, {self.touched} touched, "
-            f"{self.unchanged} unchanged, {self.removed} removed, {self.skipped + self.failed} "
-            f"skipped; {self.chunks_embedded} chunks embedded, {self.chunks_total} stored "
-            f"[{self.backend}] in {self.seconds:.2f} s"
+            f"{self.unchanged} unchanged, {self.removed} removed, {moved}"
+            f"{self.skipped + self.failed} skipped; {self.chunks_embedded} chunks embedded, "
+            f"{self.chunks_total} stored [{self.backend}] in {self.seconds:.2f} s"
         )
 
 
@@ -149,11 +151,15 @@ def ingest_library(
             f"(file types of this tool: {' '.join(target.file_types)})"
         )
     timeout = LOCK_TIMEOUT if wait else 0.0
+    owner = target.owner or library_owner(target.project_root, target.source)
     with store.library_lock(target.tenant_id, target.library_id, timeout):
-        _claim(store, target)  # before anything is removed: --force-ingest included
+        moved = _claim(store, target, owner)  # before anything is removed: --force included
         summary.rebuilt = _check_model(store, embedder, target, force)
         run = _Run(store, embedder, target, summary, progress, force, skips)
+        run.relocate = moved is not None
         run.execute(found.files)
+        if moved is not None:  # every document follows now: the record may say so
+            store.record_owner(target.tenant_id, target.library_id, owner)
     skips.finish()
     summary.skipped_files = [{"path": path, "reason": why} for path, why in skips.entries]
     summary.chunks_total = store.count(target.tenant_id, target.library_id)
@@ -161,21 +167,21 @@ def ingest_library(
     return summary
 
 
-def _claim(store: VectorStore, target: LibraryTarget) -> None:
-    """Make sure this source may fill the library; another project's is refused (exit 2)."""
-    owner = target.owner or library_owner(target.project_root, target.source)
+def _claim(
+    store: VectorStore, target: LibraryTarget, owner: dict[str, str]
+) -> dict[str, str] | None:
+    """Make sure this project may fill the library; another project's is refused (exit 2).
+
+    Returns the previous owner record when the library is this project's but was filled from
+    another source folder (the project moved its folder): the documents follow the move.
+    """
     tenant, library = target.tenant_id, target.library_id
     try:
         claim = store.claim_library(tenant, library, owner, take_over=target.take_over)
-    except LibraryOwnedError as exc:
+    except LibraryOwnedError:
+        where = f"the {store.adapter.backend} index"
         raise ConfigError(
-            f"library {library!r} of tenant {tenant!r} in the {store.adapter.backend} index "
-            f"belongs to another source: {exc.owner.get('description', '?')} (project id "
-            f"{exc.owner.get('project_id', '?')}), not {owner['description']} (project id "
-            f"{owner['project_id']}); nothing was changed. To keep both, set tenant: in "
-            f"agent.yaml or rename the tool; to take it over, set tenant: {tenant} "
-            f"explicitly; if both are one project, commit {PROJECT_ID_FILE.as_posix()} so "
-            f"every checkout shares its id"
+            owned_elsewhere(target.agent_name or tenant, library, tenant, where, reading=False)
         ) from None
     if claim.outcome == "adopted":
         log.info(
@@ -185,15 +191,31 @@ def _claim(store: VectorStore, target: LibraryTarget) -> None:
             tenant,
             owner["description"],
         )
-    elif claim.outcome == "taken" and claim.previous is not None:
+    elif claim.outcome == "taken":
         log.warning(
-            "Library %s of tenant %s belonged to %s; taken over by %s (tenant: is set in "
-            "agent.yaml); its documents are replaced by this source's",
+            "Library %s of tenant %s belonged to another project; taken over by %s (tenant: "
+            "is set in agent.yaml); its documents are replaced by this source's",
             library,
             tenant,
-            claim.previous.get("description", "?"),
             owner["description"],
         )
+    elif claim.outcome == "moved" and claim.previous is not None:
+        before = claim.previous.get("source", "?")
+        still = (target.project_root / before).exists() if before != "?" else False
+        log.log(
+            logging.WARNING if still else logging.INFO,
+            "Library %s was filled from %s, now from %s (this project's source moved): its "
+            "documents follow without re-embedding where their content is the same%s",
+            library,
+            before,
+            owner["source"],
+            f"; {before} still exists: if another agent file of this project fills tool "
+            f"{library} from it, give one of them another tool name"
+            if still
+            else "",
+        )
+        return claim.previous
+    return None
 
 
 def _check_model(
@@ -294,6 +316,8 @@ class _Run:
         self.skips = skips
         self.status = IngestStatus(files_todo=0)
         self.estimate = TokenEstimate([])
+        #: The source folder moved (same project): stored documents get their new paths.
+        self.relocate = False
 
     def execute(self, files: list[SourceFile]) -> None:
         states = self.store.doc_states(self.t.tenant_id, self.t.library_id)
@@ -308,11 +332,17 @@ class _Run:
     def _plan(
         self, files: list[SourceFile], states: dict[str, DocState]
     ) -> list[tuple[SourceFile, str]]:
-        """Remove vanished documents, record touched ones; the files to ingest, hashed."""
+        """Move renamed documents, remove vanished ones, record touched ones; the files to
+        ingest, hashed.
+
+        A new file with the content of a vanished one (same bytes, same type) takes its
+        chunks and vectors (seed 004's move: metadata only, no re-embedding); so do the
+        documents of a source folder the project moved (``relocate``).
+        """
         t = self.t
         present = {f.rel_path for f in files}
-        for doc_id in sorted(set(states) - present):
-            self._remove(doc_id)
+        vanished = {d: states[d] for d in sorted(set(states) - present)}
+        movable = {} if self.force else _by_content(vanished)
         todo: list[tuple[SourceFile, str]] = []
         older = 0  # documents chunked by an older version of the rules
         for f in files:
@@ -320,7 +350,8 @@ class _Run:
             current = state is not None and state.content_hash.endswith(_VERSION_TAG)
             older += state is not None and not current
             if state and current and not self.force and unchanged(state, f):
-                self.summary.unchanged += 1
+                if not (self.relocate and self._move(f.rel_path, f, state.content_hash)):
+                    self.summary.unchanged += 1
                 continue
             try:
                 digest = _file_hash(f.path)
@@ -330,12 +361,17 @@ class _Run:
                     self._remove(f.rel_path, count=False)
                 continue
             if state and not self.force and state.content_hash == digest:
-                self.summary.touched += 1
-                self.store.set_doc_state(
-                    t.tenant_id,
-                    t.library_id,
-                    DocState(f.rel_path, f.mtime, f.size, digest, state.chunk_count),
-                )
+                if not (self.relocate and self._move(f.rel_path, f, digest)):
+                    self.summary.touched += 1
+                    self.store.set_doc_state(
+                        t.tenant_id,
+                        t.library_id,
+                        DocState(f.rel_path, f.mtime, f.size, digest, state.chunk_count),
+                    )
+                continue
+            old = movable.pop((digest, PurePosixPath(f.rel_path).suffix.lower()), None)
+            if state is None and old is not None and self._move(old, f, digest):
+                del vanished[old]
                 continue
             todo.append((f, digest))
         if older and not self.force:
@@ -345,7 +381,44 @@ class _Run:
                 t.library_id,
                 older,
             )
+        for doc_id in vanished:
+            self._remove(doc_id)
         return todo
+
+    def _move(self, old_id: str, f: SourceFile, digest: str) -> bool:
+        """Store the chunks of document ``old_id`` as those of ``f`` (renamed, or under a
+        moved source folder), vectors and all; False when there is nothing to move (the
+        chunks already say so, or they are not whole or of this model)."""
+        t = self.t
+        records = self.store.doc_chunks(t.tenant_id, t.library_id, old_id)
+        source_path = _display_path(f.path, t.project_root)
+        if old_id == f.rel_path and all(r.source_path == source_path for r in records):
+            return False
+        expected = [r.chunk_index for r in records] == list(range(len(records)))
+        if (
+            not records
+            or not expected
+            or any(r.embedding_model != self.embedder.model_id for r in records)
+        ):
+            return False
+        book = str(PurePosixPath(f.rel_path).parent)
+        moved = [
+            replace(
+                r,
+                chunk_id=chunk_id_for(t.tenant_id, t.library_id, f.rel_path, r.chunk_index),
+                doc_id=f.rel_path,
+                book_id=book,
+                source_path=source_path,
+                mtime=f.mtime,
+            )
+            for r in records
+        ]
+        state = DocState(f.rel_path, f.mtime, f.size, digest, len(moved))
+        self.store.write_document(t.tenant_id, t.library_id, f.rel_path, moved, state)
+        if old_id != f.rel_path:
+            self.store.remove_document(t.tenant_id, t.library_id, old_id)
+        self.summary.moved += 1
+        return True
 
     def _ingest(self, todo: list[tuple[SourceFile, str]], stored: set[str]) -> None:
         """Fill windows from the files the worker prepares; embed and store each window."""
@@ -592,6 +665,15 @@ def _describe(window: list[_Slice]) -> str:
         counts[rel] = counts.get(rel, 0) + len(piece.missing())
     main = max(counts, key=lambda rel: counts[rel])
     return main if len(counts) == 1 else f"{main} (+{len(counts) - 1})"
+
+
+def _by_content(states: dict[str, DocState]) -> dict[tuple[str, str], str]:
+    """Documents by (file hash, lower-case suffix): a new file with the same bytes and type
+    is chunked the same, so it can take their chunks."""
+    found: dict[tuple[str, str], str] = {}
+    for doc_id, state in states.items():
+        found.setdefault((state.content_hash, PurePosixPath(doc_id).suffix.lower()), doc_id)
+    return found
 
 
 def _file_hash(path: Path) -> str:

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from holodeck.config.loader import Project, ResolvedTool
+from holodeck.config.project_id import known_project_id, owned_elsewhere, source_label
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
-from holodeck.errors import IngestRunning
+from holodeck.errors import ConfigError, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.discover import DEFAULT_FILE_TYPES
 from holodeck.ingest.library import LibraryTarget, is_current
@@ -28,6 +29,7 @@ from holodeck.tools.formatting import (
     format_results,
     no_results,
 )
+from holodeck.vectorstore.errors import LibraryOwnedError
 from holodeck.vectorstore.factory import open_index
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
@@ -42,6 +44,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_QUERY_CHARS = 4000
 #: Tools already warned that their chunk_size was capped (warn once per process).
 _WARNED_CHUNK_SIZE: set[str] = set()
+#: Tools already warned that their library was filled from another source folder.
+_WARNED_MOVED: set[str] = set()
 
 
 class VectorStoreTool:
@@ -96,8 +100,38 @@ class VectorStoreTool:
 
     @property
     def document_count(self) -> int:
-        """Number of chunks stored for this tool."""
+        """Number of chunks stored for this tool (refused, as a search is, when the library
+        is another project's)."""
+        self.check_readable()
         return self.store.adapter.count(self.project.tenant_id, self.name)
+
+    def check_readable(self) -> None:
+        """Reading follows writing: a library another project fills is refused (one
+        ``ConfigError`` line naming the agent, the tool and the fix) unless the agent names
+        its tenant explicitly. A library this project filled from another source folder is
+        its own: a warning says its results name the old paths until the next ingest."""
+        agent = self.project.agent
+        if agent.tenant is not None:
+            return
+        store, tenant = self.store, self.project.tenant_id
+        try:
+            owner = store.check_reader(tenant, self.name, known_project_id(self.project.root))
+        except LibraryOwnedError:
+            where = f"the {store.adapter.backend} index"
+            raise ConfigError(
+                owned_elsewhere(agent.name, self.name, tenant, where, reading=True)
+            ) from None
+        indexed = owner.get("source") if owner else None
+        source = source_label(self.project.root, self.resolved.source)
+        if indexed is not None and indexed != source and self.name not in _WARNED_MOVED:
+            _WARNED_MOVED.add(self.name)
+            log.warning(
+                "%s: indexed from %s, but its source is now %s; results name the old paths "
+                "until `holodeck ingest` moves them",
+                self.name,
+                indexed,
+                source,
+            )
 
     @property
     def chunk_size(self) -> int:
@@ -221,6 +255,7 @@ class VectorStoreTool:
             file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
             exclude=tuple(cfg.exclude),
             take_over=self.project.agent.tenant is not None,
+            agent_name=self.project.agent.name,
         )
 
     async def search(self, query: str) -> str:
@@ -265,6 +300,7 @@ class VectorStoreTool:
     ) -> tuple[list[SearchResult], int]:
         """Ranked passages for ``query`` and how many chunks were found before ``min_score``."""
         query = clean_query(query)
+        self.check_readable()
         cfg = self.resolved.config
         k = top_k or cfg.top_k
         threshold = cfg.min_similarity_score if min_score is None else min_score

@@ -22,14 +22,14 @@ class StoreError(HoloDeckError):
 
 
 class LibraryOwnedError(ConfigError):
-    """A library another source fills: refused before anything of it is removed (exit 2)."""
+    """A library another project fills: refused before anything of it is removed or read
+    (exit 2). The message never names the other project (``owner`` holds its record)."""
 
     def __init__(
         self, tenant_id: str, library_id: str, owner: dict[str, str], claimant: dict[str, str]
     ) -> None:
         super().__init__(
-            f"library {library_id!r} of tenant {tenant_id!r} is filled by another source: "
-            f"{owner.get('description', owner)}"
+            f"library {library_id!r} of tenant {tenant_id!r} is filled by another project"
         )
         self.tenant_id = tenant_id
         self.library_id = library_id

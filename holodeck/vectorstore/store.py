@@ -32,20 +32,22 @@ from holodeck.vectorstore.records import (
     IndexInfo,
 )
 
-#: The fields of an owner record that identify it; the others only describe it.
-OWNER_IDENTITY = ("project_id", "source")
+#: The field of an owner record that identifies it (a project); the others describe it.
+OWNER_IDENTITY = "project_id"
 
 
 @dataclass(frozen=True)
 class Claim:
     """What claiming a library found.
 
-    ``new``: nobody owned it and it was empty; ``same``: already this owner's; ``adopted``:
-    it held chunks but no owner record (an older release made it); ``taken``: another owner's,
-    taken over on purpose (``previous`` says whose).
+    ``new``: nobody owned it and it was empty; ``same``: already this owner's; ``moved``: this
+    project's, filled from another source folder until now (``previous``: the record, kept
+    until the caller has moved the documents and calls ``record_owner``); ``adopted``: it
+    held chunks but no owner record (an older release made it); ``taken``: another
+    project's, taken over on purpose (``previous`` says whose).
     """
 
-    outcome: Literal["new", "same", "adopted", "taken"]
+    outcome: Literal["new", "same", "moved", "adopted", "taken"]
     previous: dict[str, str] | None = None
 
 
@@ -69,16 +71,19 @@ class VectorStore:
     ) -> Claim:
         """Check that ``owner`` may fill the library and record it as the owner.
 
-        Owners are the same when their ``OWNER_IDENTITY`` fields are; a changed description
-        (the project moved) is recorded. Another owner's library raises ``LibraryOwnedError``
-        before anything is written, unless ``take_over``.
+        Owners are the same project when their ``OWNER_IDENTITY`` is; a changed description
+        (the project's folder moved) is recorded, a changed source is a ``moved`` claim (the
+        record changes when the caller says the documents follow). Another project's library
+        raises ``LibraryOwnedError`` before anything is written, unless ``take_over``.
         """
         current = self.adapter.library_owner(tenant_id, library_id)
         if current is None:
             had_chunks = self.adapter.count(tenant_id, library_id) > 0
             self.adapter.set_library_owner(tenant_id, library_id, owner)
             return Claim("adopted" if had_chunks else "new")
-        if all(current.get(k) == owner.get(k) for k in OWNER_IDENTITY):
+        if current.get(OWNER_IDENTITY) == owner.get(OWNER_IDENTITY):
+            if current.get("source") != owner.get("source"):
+                return Claim("moved", current)
             if current != owner:
                 self.adapter.set_library_owner(tenant_id, library_id, owner)
             return Claim("same")
@@ -86,6 +91,22 @@ class VectorStore:
             raise LibraryOwnedError(tenant_id, library_id, current, owner)
         self.adapter.set_library_owner(tenant_id, library_id, owner)
         return Claim("taken", current)
+
+    def record_owner(self, tenant_id: str, library_id: str, owner: dict[str, str]) -> None:
+        """Record ``owner`` as the library's (after a ``moved`` claim's documents followed)."""
+        self.adapter.set_library_owner(tenant_id, library_id, owner)
+
+    def check_reader(
+        self, tenant_id: str, library_id: str, project_id: str | None
+    ) -> dict[str, str] | None:
+        """Reading follows writing: project ``project_id`` may read a library it fills, or one
+        nobody has claimed yet (empty, or made by an older release); another project's raises
+        ``LibraryOwnedError``. Returns the owner record (None: unclaimed). A caller that named
+        the tenant explicitly does not ask."""
+        owner = self.adapter.library_owner(tenant_id, library_id)
+        if owner is None or (project_id is not None and owner.get(OWNER_IDENTITY) == project_id):
+            return owner
+        raise LibraryOwnedError(tenant_id, library_id, owner, {OWNER_IDENTITY: project_id or ""})
 
     def upsert_chunks(self, tenant_id: str, records: Sequence[ChunkRecord]) -> None:
         """Store the chunks of a document; the whole batch is refused on any bad record."""
