@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 from bisect import bisect_left
 from collections import deque
@@ -33,6 +32,7 @@ import numpy as np
 
 from holodeck.config.project_id import library_owner, owned_elsewhere
 from holodeck.embeddings.base import Embedder
+from holodeck.envvars import LOCK_TIMEOUT
 from holodeck.errors import ConfigError, EmbeddingError, IngestError, ValidationError
 from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ingest.library import LibraryTarget, unchanged
@@ -75,9 +75,6 @@ PREPARE_AHEAD = 2 * EMBED_WINDOW
 #: fragments, section paths.)
 CHUNKING_VERSION = 2
 _VERSION_TAG = f"+chunks{CHUNKING_VERSION}"
-#: Seconds an ingest waits for another ingest of the same library before giving up
-#: (``HOLODECK_LOCK_TIMEOUT`` overrides it).
-LOCK_TIMEOUT = float(os.environ.get("HOLODECK_LOCK_TIMEOUT", "60"))
 
 
 @dataclass
@@ -150,7 +147,10 @@ def ingest_library(
             f"{target.source}: no supported files to ingest "
             f"(file types of this tool: {' '.join(target.file_types)})"
         )
-    timeout = LOCK_TIMEOUT if wait else 0.0
+    # Seconds to wait for another ingest of the library; readers do not wait (but a bad
+    # HOLODECK_LOCK_TIMEOUT is said by every command that ingests, never ignored).
+    timeout = LOCK_TIMEOUT.read()
+    timeout = timeout if wait else 0.0
     owner = target.owner or library_owner(target.project_root, target.source)
     with store.library_lock(target.tenant_id, target.library_id, timeout):
         moved = _claim(store, target, owner)  # before anything is removed: --force included

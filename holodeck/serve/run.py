@@ -30,6 +30,7 @@ import uvicorn
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
+from holodeck.envvars import LOCK_TIMEOUT, REDIS_LOCK_TTL
 from holodeck.errors import ConfigError
 from holodeck.tools.initialize import ProgressFactory
 from holodeck.tools.vectorstore_tool import VectorStoreTool
@@ -71,6 +72,8 @@ def serve(
     announce: Callable[[str], None],
 ) -> None:
     """Serve until the client leaves (stdio EOF), Ctrl-C or SIGTERM; keep indexes in step."""
+    for setting in (LOCK_TIMEOUT, REDIS_LOCK_TTL):  # the watcher's: a bad value fails now
+        setting.read()
     for tool in tools:  # fail before serving: a missing source, an unreachable store
         tool.check_source()
         _ = tool.store, tool.embedder  # opened here, once, not by racing threads

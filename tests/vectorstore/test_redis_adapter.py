@@ -624,7 +624,7 @@ def test_library_lock_times_out_with_a_clear_error(
 def test_library_lock_is_renewed_while_held(
     open_adapter: Callable[..., RedisIndexAdapter], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(redis_adapter, "LOCK_TTL", 0.6)  # renewed every 0.2 s
+    monkeypatch.setenv("HOLODECK_REDIS_LOCK_TTL", "0.6")  # renewed every 0.2 s
     holder, other = open_adapter(), open_adapter()
     acquired = threading.Event()
     with holder.library_lock("t1", "docs", timeout=1):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import threading
 import unicodedata
@@ -40,6 +39,7 @@ from redisvl.index import SearchIndex
 from redisvl.query import CountQuery, FilterQuery, VectorQuery
 from redisvl.query.filter import FilterExpression, Num, Tag
 
+from holodeck.envvars import REDIS_LOCK_TTL
 from holodeck.errors import ConfigError, IngestError, IngestRunning, ValidationError
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
@@ -58,9 +58,6 @@ MAX_KEYWORD_OFFSET = 10_000
 WRITE_BATCH = 500
 #: Keys fetched per search round when deleting, moving or listing a document's chunks.
 PAGE = 1000
-#: Seconds a library lock lives without renewal; a crashed ingest frees it after this
-#: (``HOLODECK_REDIS_LOCK_TTL`` overrides it, e.g. for tests that kill an ingest).
-LOCK_TTL = float(os.environ.get("HOLODECK_REDIS_LOCK_TTL", "30"))
 #: Tag separator: a control character, so commas, pipes and spaces in ids stay one value.
 TAG_SEPARATOR = "\x1f"
 #: RediSearch truncates tag values longer than this (in bytes), so they could collide.
@@ -503,12 +500,13 @@ class RedisIndexAdapter:
     def library_lock(self, tenant_id: str, library_id: str, timeout: float) -> Iterator[None]:
         """Hold the library's lock while the block runs, so two ingests never interleave.
 
-        Waits at most ``timeout`` s. The lock expires ``LOCK_TTL`` s after its holder dies
-        (crash, kill -9) and is renewed in the background while the holder lives.
+        Waits at most ``timeout`` s. The lock expires ``HOLODECK_REDIS_LOCK_TTL`` s (30) after
+        its holder dies (crash, kill -9) and is renewed in the background while it lives.
         """
+        ttl = REDIS_LOCK_TTL.read()
         lock = self._client.lock(
             self._scope_key("lock", tenant_id, library_id),
-            timeout=LOCK_TTL,
+            timeout=ttl,
             sleep=0.1,
             blocking_timeout=timeout,
             thread_local=False,
@@ -522,7 +520,7 @@ class RedisIndexAdapter:
             )
         stop = threading.Event()
         keeper = threading.Thread(
-            target=_keep_lock, args=(lock, stop, library_id), name="holodeck-redis-lock",
+            target=_keep_lock, args=(lock, stop, library_id, ttl), name="holodeck-redis-lock",
             daemon=True,
         )  # fmt: skip
         keeper.start()
@@ -542,7 +540,7 @@ class RedisIndexAdapter:
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
                 logger.warning(
                     "could not release the lock of library %r at %s (%s); it expires in %g s",
-                    library_id, self.url, redact(str(exc)), LOCK_TTL,
+                    library_id, self.url, redact(str(exc)), ttl,
                 )  # fmt: skip
 
     def batch(self) -> AbstractContextManager[None]:
@@ -797,9 +795,9 @@ class RedisIndexAdapter:
         return self._scope_key("docs", tenant_id, library_id)
 
 
-def _keep_lock(lock: Lock, stop: threading.Event, library_id: str) -> None:
+def _keep_lock(lock: Lock, stop: threading.Event, library_id: str, ttl: float) -> None:
     """Renew the lock's TTL until ``stop``; a failed renewal is logged (the lock may lapse)."""
-    while not stop.wait(LOCK_TTL / 3):
+    while not stop.wait(ttl / 3):
         try:
             lock.reacquire()
         except redis.exceptions.RedisError as exc:  # LockError included
