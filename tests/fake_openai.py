@@ -33,7 +33,7 @@ Replies (module functions): ``text(content[, logprobs=...])``,
 (embeddings of another length for one request), ``raw(body, content_type)`` (any body as
 is, streamed or not: an HTML page, JSON that is not a completion, a truncated body).
 ``delay=`` on ``text`` / ``tool_calls`` sleeps that long between streamed chunks (to
-interrupt a streaming answer).
+interrupt a streaming answer), or before a whole answer (a model that answers slowly).
 """
 
 from __future__ import annotations
@@ -289,6 +289,8 @@ class FakeOpenAI:
         if body.get("stream"):
             self._stream(h, record, reply, model)
             return
+        if reply.delay:
+            time.sleep(reply.delay)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
         if reply.kind == "tool_calls":
             message["tool_calls"] = [

@@ -1,8 +1,9 @@
 """``holodeck test``: run the test cases and tell CI, by exit code and reports, what broke.
 
 Exit codes: 0 every case passed, 1 a case failed, 2 a configuration mistake, 3 a case errored
-or ingestion failed. Live lines, the table and the summary go to stdout; ingestion progress
-goes to stderr like every other command's.
+(or ran past ``--timeout``) or ingestion failed, 130 interrupted (Ctrl-C: the cases done so far
+are still shown and written to the reports). Live lines, the table and the summary go to
+stdout; ingestion progress goes to stderr like every other command's.
 """
 
 from __future__ import annotations
@@ -35,7 +36,12 @@ from holodeck.testing.reports import (
     write_junit,
     write_report,
 )
-from holodeck.testing.runner import CaseResult, SuiteResult, TestRunner
+from holodeck.testing.runner import (
+    DEFAULT_CASE_TIMEOUT,
+    CaseResult,
+    SuiteResult,
+    TestRunner,
+)
 from holodeck.tools.vectorstore_tool import build_tools
 
 _LABEL = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
@@ -76,6 +82,15 @@ class _TestCommand(click.Command):
     show_default=True,
     metavar="N",
     help="Run N cases at once.",
+)
+@click.option(
+    "--timeout",
+    "case_timeout",
+    type=click.FloatRange(min=1, max=86400),
+    default=DEFAULT_CASE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time limit of each case; past it the case is an error and the run goes on.",
 )
 @click.option(
     "--report",
@@ -125,6 +140,7 @@ def test(
     keywords: tuple[str, ...],
     limit: int | None,
     parallel: int,
+    case_timeout: float,
     report_path: Path | None,
     report_fmt: str | None,
     junit_path: Path | None,
@@ -135,7 +151,8 @@ def test(
     """Run the agent's test cases (ingesting whatever changed first).
 
     Exit codes: 0 all passed, 1 a case failed, 2 a configuration mistake, 3 a case errored
-    (LLM unreachable, Redis lost) or ingestion failed.
+    (LLM unreachable, Redis lost, past --timeout) or ingestion failed, 130 interrupted
+    (Ctrl-C: the cases done so far are reported).
     """
     if report_fmt and report_path is None:
         raise click.UsageError("--format needs --report PATH")
@@ -159,16 +176,20 @@ def test(
             on_start=out.started,
             on_done=out.done,
             use_cache=not no_cache,
+            case_timeout=case_timeout,
         )
         runner.evaluator.prepare(cases)  # a judge without a key: exit 2 before any work
         ingest_tools(tools, force_ingest, quiet, wait=False)
         out.header(runner.mode, project.agent.model.name if project.agent.model else None)
-        with out.spinner():
-            suite = asyncio.run(runner.run(cases))
+        try:
+            with out.spinner():
+                suite = asyncio.run(runner.run(cases))
+        except KeyboardInterrupt:  # Ctrl-C: what ran is still reported, then exit 130
+            suite = runner.partial(len(cases))
     finally:
         for tool in tools:
             tool.close()
-    if baseline is not None and baseline_path is not None:
+    if baseline is not None and baseline_path is not None and not suite.not_run:
         suite.baseline = compare(suite, baseline, str(baseline_path), max_drop)
     out.table(suite)
     out.metrics(suite)
@@ -273,6 +294,14 @@ class _Output:
         self.console.print(table)
 
     def summary(self, suite: SuiteResult) -> None:
+        if suite.not_run:
+            self.console.print(
+                Text(
+                    f"Interrupted: {_plural(len(suite.results), 'case')} of "
+                    f"{len(suite.results) + suite.not_run} ran, {suite.not_run} did not",
+                    style="bold red",
+                )
+            )
         rate = (suite.pass_rate or 0.0) * 100
         style = "green" if suite.exit_code == 0 else "red"
         self.console.print(

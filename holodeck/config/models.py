@@ -178,11 +178,21 @@ class Instructions(StrictModel):
 DEFAULT_GROUND_TRUTH_THRESHOLD = 0.7
 
 
+#: Seconds one ``regex`` check may run: a pattern that backtracks catastrophically
+#: (``(a|aa)+$``) is stopped instead of hanging a CI job.
+REGEX_SECONDS = 2.0
+
+
+class RegexTimeout(RuntimeError):
+    """A test case's regex ran past ``REGEX_SECONDS``: the case errors, naming it."""
+
+
 class ArgMatch(StrictModel):
     """How one argument of a tool call is checked: a substring, or a regular expression.
 
     Written as a plain string (``query: retry``, a case-insensitive substring) or as
-    ``{regex: "..."}`` (``re.search``; add ``(?i)`` to ignore case).
+    ``{regex: "..."}`` (a search with Python's ``re`` syntax, run by the ``regex`` library
+    under a time limit; add ``(?i)`` to ignore case).
     """
 
     contains: str | None = Field(default=None, min_length=1)
@@ -202,9 +212,11 @@ class ArgMatch(StrictModel):
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
+            import regex  # the engine that runs it checks it (imported when a case has one)
+
             try:
-                re.compile(value)
-            except re.error as exc:
+                regex.compile(value)
+            except regex.error as exc:
                 raise ValueError(f"not a valid regular expression: {exc}") from None
         return value
 
@@ -219,7 +231,16 @@ class ArgMatch(StrictModel):
         if not isinstance(value, str):
             return False
         if self.regex is not None:
-            return re.search(self.regex, value) is not None
+            import regex
+
+            try:  # a time limit, and the GIL released: Ctrl-C is never held up by a match
+                found = regex.search(self.regex, value, timeout=REGEX_SECONDS, concurrent=True)
+            except TimeoutError:
+                raise RegexTimeout(
+                    f"regex /{self.regex}/ took more than {REGEX_SECONDS:g} s on "
+                    f"{value[:60]!r} and was stopped (it backtracks too much); simplify it"
+                ) from None
+            return found is not None
         assert self.contains is not None
         return self.contains.casefold() in value.casefold()
 

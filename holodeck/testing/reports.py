@@ -63,6 +63,7 @@ def suite_dict(suite: SuiteResult) -> dict[str, Any]:
             "recall": _round(retrieval.recall),
             "latency_p50": _round(suite.latency(50)),
             "latency_p95": _round(suite.latency(95)),
+            "not_run": suite.not_run,
             "exit_code": suite.exit_code,
         },
         "judge": {
@@ -213,6 +214,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"- **{s['passed']} of {s['total']} passed** ({_pct(s['pass_rate'])}), "
         f"{s['failed']} failed, {s['errors']} errors",
     ]
+    if s["not_run"]:
+        lines.append(f"- **interrupted**: {s['not_run']} more cases did not run")
     if s["cases_with_sources"]:
         lines.append(
             f"- retrieval over {s['cases_with_sources']} cases with expected_sources: "

@@ -2,9 +2,10 @@
 
 With a ``model:`` each case is one fresh conversation turn of the agent loop; without one
 (retrieval-only) the input is the query of the tools named in ``expected_tools`` (else of
-every tool). Cases run concurrently up to ``parallel``. A case that raises is an *error*,
-never a failure, and the others still run. Nothing is printed here: the caller gets
-``on_start`` and ``on_done`` callbacks and a ``SuiteResult``.
+every tool). Cases run concurrently up to ``parallel``. A case that raises, or runs past its
+time limit (``case_timeout``), is an *error*, never a failure, and the others still run. A
+run stopped half-way (Ctrl-C) still has the cases done so far (``partial``). Nothing is
+printed here: the caller gets ``on_start`` and ``on_done`` callbacks and a ``SuiteResult``.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class SuiteResult:
     judge: Usage = field(default_factory=Usage)  # what the evaluation judges cost
     judges: list[str] = field(default_factory=list)  # provider:name of each judge used
     baseline: BaselineResult | None = None  # set by the --baseline comparison
+    not_run: int = 0  # cases left when the run was interrupted (Ctrl-C)
 
     def count(self, status: Status) -> int:
         """Cases with this status."""
@@ -130,7 +132,10 @@ class SuiteResult:
 
     @property
     def exit_code(self) -> int:
-        """3 when a case errored (runtime failure), else 1 when one failed, else 0."""
+        """130 when interrupted, 3 when a case errored (runtime failure), else 1 when one
+        failed, else 0."""
+        if self.not_run:
+            return 130
         if self.errors:
             return 3
         return 1 if self.failed else 0
@@ -138,6 +143,9 @@ class SuiteResult:
 
 CaseCallback = Callable[[int, TestCase], None]
 DoneCallback = Callable[[CaseResult], None]
+
+#: Seconds a case may take (the agent turn or the searches, then the checks) by default.
+DEFAULT_CASE_TIMEOUT = 300.0
 
 
 class TestRunner:
@@ -153,6 +161,7 @@ class TestRunner:
         on_start: CaseCallback | None = None,
         on_done: DoneCallback | None = None,
         use_cache: bool = True,
+        case_timeout: float = DEFAULT_CASE_TIMEOUT,
     ) -> None:
         if parallel < 1:
             raise ValueError("parallel must be at least 1")
@@ -161,6 +170,11 @@ class TestRunner:
         self.parallel = parallel
         self.on_start = on_start
         self.on_done = on_done
+        self.case_timeout = case_timeout
+        #: Cases finished so far, in the order they finished (what an interrupted run has).
+        self.done: list[CaseResult] = []
+        self._started_at = datetime.now(UTC)
+        self._started = time.perf_counter()
         self._by_name = {tool.name: tool for tool in tools}
         self.evaluator = Evaluator(project, use_cache)
         # Building the agent resolves endpoint and key now: a ConfigError before any work.
@@ -175,8 +189,9 @@ class TestRunner:
 
     async def run(self, cases: list[TestCase]) -> SuiteResult:
         """Run ``cases`` (at most ``parallel`` at a time); results keep the cases' order."""
-        started_at = datetime.now(UTC)
-        started = time.perf_counter()
+        self._started_at = datetime.now(UTC)
+        self._started = time.perf_counter()
+        self.done = []
         gate = asyncio.Semaphore(self.parallel)
 
         async def one(index: int, case: TestCase) -> CaseResult:
@@ -184,6 +199,7 @@ class TestRunner:
                 if self.on_start:
                     self.on_start(index, case)
                 result = await self.run_case(index, case)
+                self.done.append(result)
                 if self.on_done:
                     self.on_done(result)
                 return result
@@ -195,6 +211,14 @@ class TestRunner:
             if self._agent is not None:
                 await self._agent.close()
             await self.evaluator.close()
+        return self._suite(list(results))
+
+    def partial(self, total: int) -> SuiteResult:
+        """The cases done so far of a run of ``total`` that was interrupted, in case order."""
+        done = sorted(self.done, key=lambda r: r.index)
+        return self._suite(done, not_run=total - len(done))
+
+    def _suite(self, results: list[CaseResult], not_run: int = 0) -> SuiteResult:
         top_ks = {tool.resolved.config.top_k for tool in self.tools}
         model = self.project.agent.model
         return SuiteResult(
@@ -202,12 +226,13 @@ class TestRunner:
             agent_file=self.project.display(self.project.agent_path),
             mode=self.mode,
             model=f"{model.provider}:{model.name}" if model else None,
-            started_at=started_at,
-            seconds=time.perf_counter() - started,
-            results=list(results),
+            started_at=self._started_at,
+            seconds=time.perf_counter() - self._started,
+            results=results,
             top_k=top_ks.pop() if len(top_ks) == 1 else None,
             judge=self.evaluator.usage,
             judges=self.evaluator.judges,
+            not_run=not_run,
         )
 
     def _warm_up(self) -> None:
@@ -227,16 +252,18 @@ class TestRunner:
                 log.debug("warming up the embedder of %s failed", tool.name, exc_info=True)
 
     async def run_case(self, index: int, case: TestCase) -> CaseResult:
-        """One case; any exception makes it an error with the exception's one line."""
+        """One case; any exception, or running past ``case_timeout``, makes it an error with
+        one line saying why."""
         started = time.perf_counter()
         result = CaseResult(index=index, case=case, status="passed", reason="")
         try:
-            if self._agent is None:
-                await self._retrieve(case, result)
-            else:
-                await self._converse(case, result)
-            await asyncio.to_thread(self._check, case, result)
-            result.metrics = await self.evaluator.evaluate(case, result.answer, result.tool_calls)
+            try:
+                await asyncio.wait_for(self._produce_and_check(case, result), self.case_timeout)
+            except TimeoutError:
+                raise CaseTimeout(
+                    f"the case took longer than {self.case_timeout:g} s and was stopped "
+                    "(raise the limit with `holodeck test --timeout SECONDS`)"
+                ) from None
         except Exception as exc:
             log.debug("test case %r errored", case.name, exc_info=True)  # -v: the traceback
             result.latency = result.latency or time.perf_counter() - started
@@ -256,6 +283,14 @@ class TestRunner:
                 result.reason = "; ".join(failed)
         result.seconds = time.perf_counter() - started
         return result
+
+    async def _produce_and_check(self, case: TestCase, result: CaseResult) -> None:
+        if self._agent is None:
+            await self._retrieve(case, result)
+        else:
+            await self._converse(case, result)
+        await asyncio.to_thread(self._check, case, result)
+        result.metrics = await self.evaluator.evaluate(case, result.answer, result.tool_calls)
 
     # -- producing: searches or an agent turn ------------------------------------------
 
@@ -357,6 +392,10 @@ class TestRunner:
 
 class ToolFailure(RuntimeError):
     """A search failed while a case ran: the case is an error, not a failure."""
+
+
+class CaseTimeout(RuntimeError):
+    """A case ran past its time limit: an error, and the run goes on with the next."""
 
 
 async def _search(tool: VectorStoreTool, query: str) -> ToolCallRecord:
