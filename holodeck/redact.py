@@ -34,9 +34,13 @@ _QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&#\s'\"]*", re.IGNORECAS
 #: OpenAI-style keys (``sk-...``, ``sk-proj-...``), whole or as a server masks them.
 _KEY = re.compile(r"\bsk-[A-Za-z0-9_\-.*]{6,}")
 _BEARER = re.compile(r"(?P<head>\bBearer\s+)[A-Za-z0-9._~+/\-]+=*", re.IGNORECASE)
-#: ``api_key=VALUE`` / ``"api-key": "VALUE"`` with a value that looks like a key.
+#: ``api_key=VALUE`` / ``"api-key": "VALUE"`` with a value that looks like a key: one holding
+#: a digit, or a long run (a key is random); a word of a message ("api_key: environment
+#: variable ... is not set", "${API_KEY:-default}") is text, not a secret, and stays.
 _KEY_ASSIGNMENT = re.compile(
-    r"(?P<head>api[_-]?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9_\-.]{8,}", re.IGNORECASE
+    r"(?P<head>api[_-]?key[\"']?\s*[:=]\s*[\"']?)"
+    r"(?:(?=[A-Za-z_\-.]*[0-9])[A-Za-z0-9_\-.]{8,}|[A-Za-z0-9_\-.]{32,})",
+    re.IGNORECASE,
 )
 #: Where a remembered value is split into pieces a parser may quote on their own.
 _PIECE_SPLIT = re.compile(r"[\s#?/@&;,'\"]+")

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from holodeck.config.envsubst import literal
 from holodeck.config.loader import PROJECT_CONFIG
 from holodeck.errors import ConfigError
 
@@ -99,6 +102,7 @@ def init_project(root: Path, source: str | None = None, force: bool = False) -> 
     root = root.expanduser().resolve()
     if root.exists() and not root.is_dir():
         raise ConfigError(f"{root}: not a folder (holodeck init DIR makes a project in DIR)")
+    _check_writable(root, root / DEFAULT_SOURCE if source is None else None)
     agent_path = root / AGENT_FILE
     if agent_path.exists() and not force:
         raise ConfigError(
@@ -119,6 +123,18 @@ def init_project(root: Path, source: str | None = None, force: bool = False) -> 
     result = InitResult(root=root, agent_name=agent_name_for(root), source=source_text)
 
     root.mkdir(parents=True, exist_ok=True)
+    with _undo_on_failure(root) as written:
+        _write_all(result, root, source_path, force, written)
+    return result
+
+
+def _write_all(
+    result: InitResult, root: Path, source_path: Path, force: bool, written: list[Path]
+) -> None:
+    """Write the starter document (when needed), agent.yaml, the config, the .gitignore
+    entry; every file created is added to ``written`` (removed again if a later one fails)."""
+    agent_path = root / AGENT_FILE
+    source_text = result.source
     case = example_case(source_path) if source_path.exists() else None
     if case is None and source_path.is_file():
         # One file: every search answers from it, so any question of it finds it.
@@ -131,8 +147,11 @@ def init_project(root: Path, source: str | None = None, force: bool = False) -> 
     if case is None:
         starter = source_path / STARTER_FILE
         if not starter.exists():
-            source_path.mkdir(parents=True, exist_ok=True)
+            if not source_path.exists():
+                source_path.mkdir(parents=True)
+                written.append(source_path)
             starter.write_text(STARTER_TEXT, encoding="utf-8")
+            written.append(starter)
             result.created.append(_relative(starter, root))
         case = ExampleCase(
             name="starter-document",
@@ -144,12 +163,59 @@ def init_project(root: Path, source: str | None = None, force: bool = False) -> 
     result.case = case
 
     shown = source_text + "/" if source_path.is_dir() and source_text != "." else source_text
+    _write(result, root / PROJECT_CONFIG, CONFIG_TEXT, force, written)
+    gitignore = root / ".gitignore"
+    existed = gitignore.exists()
+    result.gitignore = add_gitignore_entry(gitignore)
+    if not existed:
+        written.append(gitignore)
+    # agent.yaml last: once it exists, `init` says "already exists", so it must be whole.
     result.enabled_types = opt_in_types(source_path) if source_path.exists() else {}
     text = agent_yaml(result.agent_name, shown, case, result.enabled_types)
-    _write(result, agent_path, text, force)
-    _write(result, root / PROJECT_CONFIG, CONFIG_TEXT, force)
-    result.gitignore = add_gitignore_entry(root / ".gitignore")
-    return result
+    _write(result, agent_path, text, force, written)
+
+
+def _check_writable(root: Path, default_source: Path | None) -> None:
+    """Refuse, before anything is written, a project folder holding a file where init needs
+    a folder (``.holodeck``, ``docs``) or a folder where it needs a file (``.gitignore``)."""
+    for name, folder in ((".holodeck", root / ".holodeck"), (DEFAULT_SOURCE, default_source)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            raise ConfigError(
+                f"{folder}: a file, not a folder; holodeck keeps "
+                + (
+                    "the project's settings, id and local index in .holodeck/"
+                    if name == ".holodeck"
+                    else "the starter document in docs/ (or give --source PATH)"
+                )
+                + "; rename or remove the file, then run `holodeck init` again (nothing was "
+                "written)"
+            )
+    for name in (AGENT_FILE, str(PROJECT_CONFIG), ".gitignore"):
+        if (root / name).is_dir():
+            raise ConfigError(
+                f"{root / name}: a folder, not a file; holodeck init writes {name} there; "
+                "rename or remove the folder, then run `holodeck init` again (nothing was "
+                "written)"
+            )
+
+
+@contextmanager
+def _undo_on_failure(root: Path) -> Iterator[list[Path]]:
+    """Yield a list to record what gets created; if writing fails (a full disk, no
+    permission), remove it again and raise one ``ConfigError`` naming the path: init writes
+    everything or nothing it created."""
+    written: list[Path] = []
+    try:
+        yield written
+    except OSError as exc:
+        for path in reversed(written):
+            with suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink()
+        where = exc.filename or root
+        raise ConfigError(
+            f"{where}: cannot write ({exc.strerror or exc}); nothing was written: fix the "
+            "folder's permissions or free space, then run `holodeck init` again"
+        ) from None
 
 
 def agent_name_for(root: Path) -> str:
@@ -281,15 +347,21 @@ def _gitignore_block() -> str:
     return f"# holodeck's local index, rebuilt by `holodeck ingest`\n{INDEX_IGNORE}\n"
 
 
-def _write(result: InitResult, path: Path, text: str, force: bool) -> None:
-    """Write a file unless it exists (then kept), or overwrite it with ``force``."""
+def _write(result: InitResult, path: Path, text: str, force: bool, written: list[Path]) -> None:
+    """Write a file unless it exists (then kept), or overwrite it with ``force``; a file or
+    folder it creates goes into ``written``."""
     shown = _relative(path, result.root)
     if path.exists() and not force:
         result.kept.append(shown)
         return
-    (result.overwritten if path.exists() else result.created).append(shown)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    existed = path.exists()
+    (result.overwritten if existed else result.created).append(shown)
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True)
+        written.append(path.parent)
     path.write_text(text, encoding="utf-8")
+    if not existed:
+        written.append(path)
 
 
 def _phrase(text: str) -> str | None:
@@ -330,5 +402,6 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _quote(value: str) -> str:
-    """A YAML scalar for any string (JSON's double-quoted form is valid YAML)."""
-    return json.dumps(value, ensure_ascii=False)
+    """A YAML scalar for any string (JSON's double-quoted form is valid YAML) that loads back
+    as written: a ``${`` in it (a folder named ``${TOKEN}docs``) is written ``$${``."""
+    return json.dumps(literal(value), ensure_ascii=False)

@@ -89,3 +89,8 @@ def test_keys_are_hidden() -> None:
     assert redact("model.api_key: a literal API key is not allowed") == (
         "model.api_key: a literal API key is not allowed"
     )
+    # Words of a message are not keys; values shaped like keys are (a digit, or a long run).
+    message = "api_key: environment variable X is not set (or write ${OPENAI_API_KEY:-default})"
+    assert redact(message) == message
+    assert redact('{"api-key": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefgh"}') == '{"api-key": "***"}'
+    assert redact("api_key=abcdefg1") == "api_key=***"

@@ -10,6 +10,7 @@ filesystem root. The project root is then the folder of the file found.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,14 @@ def find_agent_file(start: Path) -> Path:
             )
             raise ConfigError(f"no {AGENT_FILE} in {where}; {AGENT_HINT}")
     raise ConfigError(f"no {AGENT_FILE} in {start} or any parent folder; {AGENT_HINT}")
+
+
+class FiniteRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses ``nan`` (it compares false with every bound,
+    so the range alone lets it through); ``inf`` is already out of any finite range."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number {self._describe_range()}", param, ctx)
+        return number

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from holodeck.cli.options import agent_option, agent_path
+from holodeck.cli.options import FiniteRange, agent_option, agent_path
 from holodeck.config.loader import load_project
 from holodeck.embeddings.local import LocalOnnxEmbedder
 from holodeck.retrieval.fusion import MODES, SearchMode
@@ -86,7 +86,7 @@ def _short_flags(arg: str, takes_value: dict[str, bool]) -> bool:
     default=None,
     help="hybrid, semantic or keyword (default: the tool's search_mode).",
 )
-@click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=None, help="Score floor.")
+@click.option("--min-score", type=FiniteRange(0.0, 1.0), default=None, help="Score floor.")
 @click.option("--book", "books", multiple=True, help="Only this folder of the source.")
 @click.option("--tag", "tags", multiple=True, help="Only chunks with this front-matter tag.")
 @click.option("--language", default=None, help="Only chunks in this language.")

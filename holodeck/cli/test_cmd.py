@@ -19,7 +19,7 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
-from holodeck.cli.options import agent_argument, agent_option, agent_path
+from holodeck.cli.options import FiniteRange, agent_argument, agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
 from holodeck.config.models import TestCase
@@ -86,7 +86,7 @@ class _TestCommand(click.Command):
 @click.option(
     "--timeout",
     "case_timeout",
-    type=click.FloatRange(min=1, max=86400),
+    type=FiniteRange(min=1, max=86400),
     default=DEFAULT_CASE_TIMEOUT,
     show_default=True,
     metavar="SECONDS",

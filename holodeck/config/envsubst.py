@@ -1,7 +1,8 @@
 """``${VAR}`` and ``${VAR:-default}`` in string values, from the environment and ``.env``.
 
 Substitution happens after YAML parsing, on string values only, so a value can never change
-the structure of the file. The real environment wins over ``.env``.
+the structure of the file. The real environment wins over ``.env``. ``$${`` is a literal
+``${`` (the Compose convention): ``$${HOME}`` stays the text ``${HOME}``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class MissingVariable(Exception):
@@ -55,6 +56,8 @@ def _replacer(
 ) -> Callable[[re.Match[str]], str]:
     def repl(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
+        if name is None:  # $${: a literal ${
+            return "${"
         if name in env:
             return env[name]
         if default is not None:
@@ -62,3 +65,8 @@ def _replacer(
         raise MissingVariable(name, path)
 
     return repl
+
+
+def literal(text: str) -> str:
+    """``text`` written so that substitution gives it back unchanged (``${`` as ``$${``)."""
+    return text.replace("${", "$${")

@@ -6,6 +6,7 @@ to fix)``. Line numbers come from the YAML node tree, so they point at the offen
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import os
 import re
@@ -106,6 +107,13 @@ def load_project(agent_path: str | Path) -> Project:
     root = path.parent
     env = environment_for(root)
     label = _label(path)
+    own = root / PROJECT_CONFIG.parent
+    if own.exists() and not own.is_dir():
+        raise ConfigError(
+            f"{_label(own)}: a file, not a folder; holodeck keeps the settings, id and local "
+            f"index of the project of {label} in {PROJECT_CONFIG.parent}/; rename or remove "
+            "the file"
+        )
     data, node = _read_yaml(path, label)
     if data is None:
         raise ConfigError(f"{label}:1: the file is empty; it needs at least 'name:'")
@@ -301,11 +309,47 @@ def _model_sections(data: Any, loc: Loc = ()) -> list[tuple[Loc, dict[str, Any]]
 def _validate(
     model: type[pydantic.BaseModel], data: Any, node: yaml.Node | None, label: str
 ) -> Any:
+    """Validate ``data``; a text field given an unquoted YAML date, number or boolean
+    (``api_version: 2024-06-01``, ``1.10``) keeps the text as written in the file."""
+    while True:
+        try:
+            return model.model_validate(data)
+        except pydantic.ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            if not any(_as_written(data, node, tuple(e["loc"])) for e in errors if _texty(e)):
+                err = errors[0]
+                loc: Loc = tuple(err["loc"])
+                raise ConfigError(_describe_error(model, err, loc, node, label)) from None
+
+
+def _texty(err: Any) -> bool:
+    """A string was expected and YAML made something else of a plain scalar."""
+    return err["type"] == "string_type" and isinstance(
+        err.get("input"), int | float | bool | datetime.date
+    )
+
+
+def _as_written(data: Any, node: yaml.Node | None, loc: Loc) -> bool:
+    """Put the text of the plain scalar at ``loc`` in place of its value; False if none."""
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            return False
+    if not (isinstance(node, yaml.ScalarNode) and node.style is None):
+        return False
+    parent: Any = data
     try:
-        return model.model_validate(data)
-    except pydantic.ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        raise ConfigError(_describe_error(model, err, tuple(err["loc"]), node, label)) from None
+        for part in loc[:-1]:
+            parent = parent[part]
+        if isinstance(parent[loc[-1]], str):
+            return False
+        parent[loc[-1]] = node.value
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
 
 
 def _describe_error(
@@ -327,6 +371,8 @@ def _describe_error(
     msg = str(err["msg"]).removeprefix("Value error, ")
     got = err.get("input")
     shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    if _texty(err):
+        shown = f" (got {got!r}; put the value in quotes to keep it as text)"
     return redact_url(f"{label}:{line}: {where}: {msg}{shown}")
 
 

@@ -83,8 +83,9 @@ def _exclude_pattern(value: str) -> str:
     """A gitignore-style pattern, refused here when pathspec cannot compile it."""
     try:
         ignore_spec([value])
-    except ValueError:
-        raise ValueError("not a valid gitignore-style pattern") from None
+    except ValueError as exc:
+        why = f" ({exc})" if str(exc) else ""
+        raise ValueError(f"not a valid gitignore-style pattern{why}") from None
     return value
 
 

@@ -27,6 +27,7 @@ Rules users rely on:
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -130,13 +131,19 @@ def discover(
 
 
 def ignore_spec(patterns: list[str]) -> pathspec.PathSpec | None:
-    """Compile gitignore-style patterns (None when there are none); ValueError if invalid."""
+    """Compile gitignore-style patterns (None when there are none); ValueError if invalid,
+    saying why (pathspec lets the regex error of a range like ``[z-a]`` through)."""
     lines = [p for p in patterns if p.strip() and not p.lstrip().startswith("#")]
     if not lines:
         return None
     import pathspec  # only for a tool with patterns: a search checks its files first
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except re.error as exc:
+        raise ValueError(exc.msg) from None
+    except ValueError:  # pathspec's own message only repeats the pattern
+        raise ValueError("") from None
 
 
 def _ignore_file_lines(source: Path) -> list[str]:
@@ -154,9 +161,11 @@ def _ignore_file_lines(source: Path) -> list[str]:
         for number, line in enumerate(lines, start=1):
             try:
                 ignore_spec([line])
-            except ValueError:
+            except ValueError as exc:
+                why = f" ({exc})" if str(exc) else ""
                 raise ValidationError(
-                    f"{path}:{number}: {line.strip()!r} is not a valid gitignore pattern"
+                    f"{path}:{number}: {line.strip()!r} is not a valid gitignore pattern{why}; "
+                    "fix or remove that line"
                 ) from None
         raise ValidationError(f"{path}: not a valid gitignore file") from None
     return lines

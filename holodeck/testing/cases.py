@@ -76,8 +76,13 @@ def load_cases(project: Project) -> list[TestCase]:
         path = project.root / file_name
         if not path.is_file():
             line = _line_of(agent_node, ("test_cases_file",))
+            what = (
+                "is a folder, not a file; name the YAML file of test cases in it"
+                if path.is_dir()
+                else "not found"
+            )
             raise ConfigError(
-                f"{label}:{line}: test_cases_file: {file_name} not found (path relative to {label})"
+                f"{label}:{line}: test_cases_file: {file_name} {what} (path relative to {label})"
             )
         found += _read_case_file(path, project.root)
     if not found:

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("holodeck.tools")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: Code points no encoder takes: what Python makes of bytes that are not UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_QUERY_CHARS = 4000
 #: Tools already warned that their chunk_size was capped (warn once per process).
 _WARNED_CHUNK_SIZE: set[str] = set()
@@ -357,10 +359,20 @@ class VectorStoreTool:
 
 
 def clean_query(query: str) -> str:
-    """Sanitise a query before embedding: control characters out, length bounded."""
+    """Sanitise a query before embedding: control characters out, length bounded, and bytes
+    that were not UTF-8 (a shell argument in another encoding, a lone surrogate in JSON)
+    replaced by U+FFFD, with a warning: they cannot be embedded as they are."""
     if not isinstance(query, str) or not query.strip():
         raise ValueError("Search query cannot be empty")
-    return _CONTROL.sub(" ", query).strip()[:MAX_QUERY_CHARS]
+    text = _CONTROL.sub(" ", query).strip()[:MAX_QUERY_CHARS]
+    fixed = _SURROGATE.sub("\ufffd", text)
+    if fixed != text:
+        log.warning(
+            "The query holds bytes that are not UTF-8; searching for %r (each bad byte "
+            "replaced by \ufffd)",
+            fixed,
+        )
+    return fixed
 
 
 _EMBEDDERS: dict[tuple[str, str, str], Embedder] = {}

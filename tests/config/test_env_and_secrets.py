@@ -107,3 +107,32 @@ def test_password_never_printed_when_redis_is_down(tmp_path: Path) -> None:
         result = run_holodeck(*args, cwd=tmp_path, env=env)
         _assert_secret_hidden(result)
         assert "redis://admin:***@127.0.0.1:1/0" in result.stderr
+
+
+def test_dollar_dollar_brace_is_a_literal(tmp_path: Path) -> None:
+    """``$${`` is a literal ``${`` (Compose's convention): no variable is looked up."""
+    write(
+        tmp_path / "agent.yaml",
+        "name: demo\ntools:\n  - type: vectorstore\n    name: docs\n"
+        "    source: $${TOKEN}docs\n    description: 'costs $${PRICE}, from ${SHOP:-the shop}'\n",
+    )
+    result = run_holodeck("config", "show", "--json", cwd=tmp_path, env={"TOKEN": "nope"})
+    assert result.returncode == 0, result.stderr
+    tool = json.loads(result.stdout)["tools"][0]
+    assert tool["description"] == "costs ${PRICE}, from the shop"
+    assert tool["source"] == "${TOKEN}docs"
+
+
+def test_an_unset_variable_in_a_key_field_is_said_in_full(tmp_path: Path) -> None:
+    """Redaction hides values, never the words of a message around them."""
+    write(
+        tmp_path / "agent.yaml",
+        "name: demo\nmodel:\n  provider: ollama\n  name: llama3\n  api_key: ${OLLAMA_API_KEY}\n",
+    )
+    result = run_holodeck("config", "show", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "Error: agent.yaml:5: model.api_key: environment variable OLLAMA_API_KEY is not set "
+        "(export it, add it to .env next to the agent file, or write "
+        "${OLLAMA_API_KEY:-default})"
+    )

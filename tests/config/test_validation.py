@@ -3,10 +3,14 @@ file, the line, the field path and what would be valid; never a traceback."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 from cli_helpers import run_holodeck, write
+
+from holodeck.config.loader import load_project
 
 BASE = """
 name: demo
@@ -246,3 +250,58 @@ def test_config_show_says_asked_only_when_agent_yaml_asked(
     result = run_holodeck("config", "show", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"  chunk size:      {shown}\n" in result.stdout
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_text_fields_keep_what_yaml_would_read_as_a_date_number_or_boolean(tmp_path: Path) -> None:
+    """Unquoted ``2024-06-01``, ``1.10`` and ``yes`` in text fields are the text written."""
+    write(
+        tmp_path / "agent.yaml",
+        "name: 2024\ndescription: yes\nmodel:\n  provider: azure_openai\n  name: 4.0\n"
+        "  endpoint: https://example.openai.azure.com\n  api_version: 2024-06-01\n"
+        "tools:\n  - {type: vectorstore, name: docs, source: data, description: 1.10}\n",
+    )
+    result = run_holodeck("config", "show", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert (shown["name"], shown["model"]["name"]) == ("2024", "4.0")
+    assert shown["tools"][0]["description"] == "1.10"  # not 1.1
+    project = load_project(tmp_path / "agent.yaml")
+    assert project.agent.model is not None and project.agent.model.api_version == "2024-06-01"
+    assert project.agent.description == "yes"
+    # A number where a number belongs is still one (and a wrong one still refused).
+    write(tmp_path / "agent.yaml", BASE.format(extra="    top_k: 1.10"))
+    refused = run_holodeck("config", "show", cwd=tmp_path)
+    assert refused.returncode == 2 and "tools[0].top_k" in refused.stderr
+
+
+def test_the_examples_model_section_loads_when_uncommented(tmp_path: Path) -> None:
+    text = (REPO / "agent.yaml.example").read_text()
+    lines = text.splitlines()
+    start = lines.index("# model:")
+    for i in range(start, start + 8):  # the commented block, its optional lines included
+        line = lines[i]
+        lines[i] = "  " + line[6:] if line.startswith("#   # ") else line.removeprefix("# ")
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    uncommented = "\n".join(lines) + "\n"
+    assert '  api_version: "2024-06-01"' in uncommented
+    for text in (uncommented, uncommented.replace('"2024-06-01"', "2024-06-01")):
+        write(tmp_path / "agent.yaml", text)
+        write(tmp_path / ".env", "OPENAI_API_KEY=sk-test-not-a-real-key\n")
+        result = run_holodeck("config", "show", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        model = load_project(tmp_path / "agent.yaml").agent.model
+        assert model is not None and model.api_version == "2024-06-01"
+
+
+def test_test_cases_file_naming_a_folder_says_so(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", BASE.format(extra="test_cases_file: cases"))
+    (tmp_path / "cases").mkdir()
+    result = run_holodeck("test", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip() == (
+        "Error: agent.yaml:6: test_cases_file: cases is a folder, not a file; name the YAML "
+        "file of test cases in it (path relative to agent.yaml)"
+    )

@@ -83,12 +83,28 @@ def test_a_bad_pattern_is_one_line_naming_where_it_is(project: Path) -> None:
         "Error: agent.yaml:6: tools[0].exclude[1]: not a valid gitignore-style pattern (got '!')"
     )
 
-    write(project / "agent.yaml", AGENT)
-    write(project / "docs" / ".holodeckignore", "drafts/\n\\\n")
+    write(project / "agent.yaml", AGENT + "    exclude: ['drafts/', '[z-a]bad']\n")
     result = run_holodeck("ingest", cwd=project)
     assert result.returncode == 2
-    [line] = result.stderr.strip().splitlines()
-    assert line.endswith("docs/.holodeckignore:2: '\\\\' is not a valid gitignore pattern")
+    assert result.stderr.strip() == (
+        "Error: agent.yaml:6: tools[0].exclude[1]: not a valid gitignore-style pattern (bad "
+        "character range z-a) (got '[z-a]bad')"
+    )
+
+    write(project / "agent.yaml", AGENT)
+    for text, shown, why in (
+        ("\\", "'\\\\'", ""),
+        ("[z-a]bad", "'[z-a]bad'", " (bad character range z-a)"),
+    ):
+        write(project / "docs" / ".holodeckignore", f"drafts/\n{text}\n")
+        for args in (("ingest",), ("search", "anything")):
+            result = run_holodeck(*args, cwd=project)
+            assert result.returncode == 2
+            [line] = result.stderr.strip().splitlines()
+            assert line.endswith(
+                f"docs/.holodeckignore:2: {shown} is not a valid gitignore pattern{why}; fix "
+                "or remove that line"
+            ), line
 
 
 def test_skips_are_warned_once_then_counted_while_nothing_changes(project: Path) -> None:

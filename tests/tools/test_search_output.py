@@ -98,3 +98,26 @@ def test_empty_query_is_a_usage_error(project: Path) -> None:
     result = run_holodeck("search", "   ", cwd=project)
     assert result.returncode == 2
     assert "Search query cannot be empty" in result.stderr
+
+
+def test_a_nan_score_floor_is_refused(project: Path) -> None:
+    result = run_holodeck("search", "--min-score", "nan", "tokens", cwd=project)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.strip().splitlines()[-1] == (
+        "Error: Invalid value for '--min-score': 'nan' is not a number 0.0<=x<=1.0"
+    )
+
+
+def test_a_query_that_is_not_utf8_is_searched_with_the_bad_bytes_replaced(project: Path) -> None:
+    """A shell argument in another encoding: each bad byte becomes U+FFFD, and a warning
+    says what was searched (it used to be exit 3, "Failed to generate query embedding")."""
+    query = b"JWT tokens\xff in the header"  # argv bytes, as a Latin-1 terminal sends them
+    result = run_holodeck("search", "--no-ingest", "--json", query, cwd=project)  # type: ignore[arg-type]
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["query"] == "JWT tokens\ufffd in the header"
+    assert found["tools"][0]["results"][0]["source_path"] == "data/docs/auth.md"
+    assert result.stderr.strip() == (
+        "WARNING: The query holds bytes that are not UTF-8; searching for 'JWT tokens\ufffd in "
+        "the header' (each bad byte replaced by \ufffd)"
+    )

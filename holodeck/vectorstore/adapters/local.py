@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from holodeck.errors import IngestError, IngestRunning
+from holodeck.errors import ConfigError, IngestError, IngestRunning
 from holodeck.vectorstore.adapters.local_legacy import LEGACY_FILE, mark_imported, read_npz
 from holodeck.vectorstore.adapters.local_schema import NewerIndexError, migrate
 from holodeck.vectorstore.adapters.sqlite import SqliteIndexAdapter
@@ -77,7 +77,16 @@ class LocalIndexAdapter(SqliteIndexAdapter):
 
     def _open(self, rebuild_unreadable: bool) -> None:
         """Create or upgrade the database; import a legacy ``index.npz`` once."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file where a folder must be, no permission
+            blocker = next((p for p in (self.folder, *self.folder.parents) if p.is_file()), None)
+            why = (
+                f"{blocker} is a file, not a folder; rename or remove it"
+                if blocker is not None
+                else f"{exc.strerror or exc}; make it writable"
+            )
+            raise ConfigError(f"{self.folder}: cannot make the local index here: {why}") from None
         try:
             self._prepare()
         except (sqlite3.DatabaseError, NewerIndexError) as exc:
