@@ -95,8 +95,15 @@ def test_an_empty_index_of_holodecks_shape_without_meta_is_rebuilt(
     client = redis.Redis.from_url(redis_url)
     client.delete(f"{index}:meta")
 
-    summary, _ = holodeck_json("ingest", cwd=project(tmp_path, redis_url, index))
+    summary, ingested = holodeck_json("ingest", cwd=project(tmp_path, redis_url, index))
     assert summary["tools"][0]["new"] == len(CORPUS)
+    [warning] = [line for line in ingested.stderr.splitlines() if "dropped" in line]
+    assert warning == (
+        f"WARNING: Redis index {index} at {redis_url} was dropped and is created again for "
+        "all-MiniLM-L6-v2-onnx-int8 (384 dims): it had holodeck's fields but 8 dims, no "
+        f"documents, no holodeck meta key {index}:meta (a first ingest cut short, or made by "
+        "hand)"
+    )
     [vector] = [a for a in client.ft(index).info()["attributes"] if a[1] == "vector"]
     assert vector[vector.index("dim") + 1] == 384  # rebuilt for the tool's model
     found, _ = holodeck_json("search", "espresso pressure", cwd=tmp_path)

@@ -115,6 +115,8 @@ class RedisIndexAdapter:
         self.metric = cast(Metric, metric_up)
         self._prefix = index_name
         self._meta_key = f"{index_name}:meta"
+        #: An empty index of holodeck's shape without meta found on connecting: what it was.
+        self._leftover: str | None = None
         self._info: IndexInfo | None = None
         self._index: SearchIndex | None = None
         self._index_algorithm: Algorithm = self.algorithm  # what the index really uses
@@ -634,6 +636,9 @@ class RedisIndexAdapter:
                 )
         if why is None and meta is None and int(info.get("num_docs", 0) or 0) > 0:
             why = f"it holds {info['num_docs']} documents but no holodeck meta key"
+        if why is None and meta is None:  # kept, and replaced by ``create``: say what it was
+            length = _text(_after(fields["vector"], "dim") or "?")
+            self._leftover = f"{length} dims, no documents, no holodeck meta key {self._meta_key}"
         if why is not None:
             raise ConfigError(
                 f"Redis index {self.index_name} at {self.url} is not holodeck's ({why}); "
@@ -658,6 +663,14 @@ class RedisIndexAdapter:
         index = self._open(info, self.algorithm, self.metric)
         # Replaces an index without meta: one an interrupted first create left, found empty
         # and of holodeck's shape when this adapter connected (anything else was refused).
+        if self._leftover is not None and index.exists():
+            logger.warning(
+                "Redis index %s at %s was dropped and is created again for %s (%d dims): it "
+                "had holodeck's fields but %s (a first ingest cut short, or made by hand)",
+                self.index_name, self.url, info.embedding_model, info.dimensions,
+                self._leftover,
+            )  # fmt: skip
+        self._leftover = None
         index.create(overwrite=True)
         self._client.hset(
             self._meta_key,
