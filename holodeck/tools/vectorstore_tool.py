@@ -63,6 +63,7 @@ class VectorStoreTool:
         self.is_initialized = False
         self.summary: IngestSummary | None = None
         self.fallback_reason: str | None = None
+        self._project_id: str | None = None
 
     @property
     def name(self) -> str:
@@ -116,8 +117,10 @@ class VectorStoreTool:
         if agent.tenant is not None:
             return
         store, tenant = self.store, self.project.tenant_id
+        if self._project_id is None:  # read once found (the first ingest may create it)
+            self._project_id = known_project_id(self.project.root)
         try:
-            owner = store.check_reader(tenant, self.name, known_project_id(self.project.root))
+            owner = store.check_reader(tenant, self.name, self._project_id)
         except LibraryOwnedError:
             where = f"the {store.adapter.backend} index"
             raise ConfigError(
