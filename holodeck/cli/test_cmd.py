@@ -123,7 +123,7 @@ class _TestCommand(click.Command):
 )
 @click.option(
     "--max-drop",
-    type=click.FloatRange(min=0.0, max=1.0),
+    type=FiniteRange(min=0.0, max=1.0),
     default=DEFAULT_MAX_DROP,
     show_default=True,
     help="How far a score may drop below the baseline's.",

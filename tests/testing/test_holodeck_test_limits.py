@@ -142,3 +142,15 @@ def test_ctrl_c_stops_the_run_and_reports_the_cases_done(tmp_path: Path) -> None
     assert [c["name"] for c in report["cases"]] == ["quick"]
     assert (report["summary"]["not_run"], report["summary"]["exit_code"]) == (2, 130)
     assert 'tests="1"' in (project / "j.xml").read_text()
+
+
+def test_limits_that_are_not_numbers_are_refused(tmp_path: Path) -> None:
+    """``nan`` compares false with every bound, so a plain range would let it through."""
+    project = make_project(tmp_path, REGEX_AGENT)
+    for option, allowed in (("--timeout", "1<=x<=86400"), ("--max-drop", "0.0<=x<=1.0")):
+        result = run_holodeck("test", option, "nan", cwd=project)
+        assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"Error: Invalid value for '{option}': 'nan' is not a number {allowed}"
+        )
+    assert not (project / ".holodeck").exists()  # refused before any work
