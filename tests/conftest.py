@@ -17,6 +17,23 @@ from redis_server import (  # tests/ is on sys.path (rootdir-relative conftest)
     drop_index,
 )
 
+#: Variables of the user's shell that would change what a test sees: their keys and endpoints
+#: (a test must never reach a real LLM), holodeck's own settings, and colour settings.
+USER_VARIABLES = ("OPENAI_", "AZURE_", "ANTHROPIC_", "OLLAMA_", "HOLODECK_", "NO_COLOR")
+
+
+@pytest.fixture(autouse=True)
+def isolated_from_the_user(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test runs as a user with no ``~/.holodeck/config.yaml`` (which would send its
+    knowledge bases to that user's Redis), no API keys and no HOLODECK_* settings, in
+    process and in the subprocesses it starts, whatever the machine's own user has."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    for name in list(os.environ):
+        if name.startswith(USER_VARIABLES):
+            monkeypatch.delenv(name)
+
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:

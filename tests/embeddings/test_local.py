@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -88,27 +90,43 @@ def test_batches_spread_over_several_sessions_come_back_in_order(
     assert not np.allclose(together[1], together[2], atol=1e-2)
 
 
-def test_a_query_during_a_long_call_does_not_wait_for_it(embedder: LocalOnnxEmbedder) -> None:
+def test_a_query_during_a_long_call_does_not_wait_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``holodeck serve`` searches while it ingests: a one-text call made while a long call
-    of many batches runs must come back at once, not queued behind that call's batches
-    (which would make it take about as long as the rest of the long call)."""
-    texts = [f"chapter {i}: " + "supersonic inlet shock wave " * 50 for i in range(120)]
+    of many batches runs must not queue behind that call's batches. The long call's batches
+    are held on their sessions until the query has answered: queued behind them, it would
+    never answer."""
+    monkeypatch.setattr("holodeck.embeddings.local.os.cpu_count", lambda: 2)
+    embedder = LocalOnnxEmbedder.builtin()
+    # 8 batches of one text (TOKENS_PER_STREAM_BATCH): two on the sessions, six queued
+    texts = [f"chapter {i}: " + "supersonic inlet shock wave " * 50 for i in range(8)]
+    query = ["what is a shock wave?"]
+    alone = embedder.embed(query)
+    held = threading.Event()
+    real_run = embedder._run
 
-    def long_call() -> float:
-        started = time.perf_counter()
-        embedder.embed(texts)
-        return time.perf_counter() - started
+    def run(session: Any, ids: Any) -> np.ndarray:
+        if session is not embedder._session:  # one of the long call's sessions
+            held.wait()
+        return real_run(session, ids)
 
-    with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(long_call)
-        while embedder._streams is None or embedder._free_streams.qsize() > 0:
-            assert not running.done()  # wait until every session is on the long call
-            time.sleep(0.01)
-        started = time.perf_counter()
-        embedder.embed(["what is a shock wave?"])
-        query = time.perf_counter() - started
-        assert not running.done()
-        assert query < running.result() / 4
+    monkeypatch.setattr(embedder, "_run", run)
+    with ThreadPoolExecutor(2) as pool:
+        running = pool.submit(embedder.embed, texts)
+        try:
+            for _ in range(6000):  # until every session holds one of its batches
+                if embedder._streams and embedder._free_streams.qsize() == 0:
+                    break
+                assert not running.done()
+                time.sleep(0.01)
+            answered = pool.submit(embedder.embed, query)
+            during = answered.result(timeout=120)  # only a failure waits this long
+            assert not running.done()
+        finally:
+            held.set()
+        assert running.result().shape == (len(texts), 384)
+    assert np.allclose(during, alone, atol=1e-5)
 
 
 def test_texts_the_chunker_counted_embed_as_texts_never_counted() -> None:

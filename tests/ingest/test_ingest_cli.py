@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_helpers import run_holodeck, write
+from rankings import assert_same_ranking
 
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
 
@@ -228,10 +229,10 @@ def test_kill_9_mid_ingest_then_rerun_equals_a_clean_run(tmp_path: Path) -> None
         got = run_holodeck("search", query, "--json", cwd=project)
         want = run_holodeck("search", query, "--json", cwd=clean)
         hits = [
-            [
-                (r["chunk_id"], round(r["score"], 4))
-                for r in json.loads(out.stdout)["tools"][0]["results"]
-            ]
+            [(r["chunk_id"], r["score"]) for r in json.loads(out.stdout)["tools"][0]["results"]]
             for out in (got, want)
         ]
-        assert hits[0] == hits[1] and hits[0]
+        # The re-run embedded its documents in other batches than the clean run: vectors
+        # equal to 1e-4 (above), so scores equal within that, order alike outside ties.
+        assert hits[1]
+        assert_same_ranking(hits[0], hits[1], tol=1e-4)

@@ -94,7 +94,7 @@ def test_readers_answer_from_what_is_committed_while_an_ingest_runs(tmp_path: Pa
     assert search.returncode == 0, search.stderr
     assert "another ingest is running" in search.stderr
     results = json.loads(search.stdout)["tools"][0]["results"]
-    assert results and results[0]["doc_id"] == "note000.md"
+    assert results and results[0]["doc_id"] == "note000.md", search.stdout + search.stderr
     assert {r["doc_id"] for r in results} <= done  # only what was committed
     assert chat.returncode == 0, chat.stderr
     assert "docs/note000.md" in chat.stdout

@@ -163,9 +163,10 @@ def test_scores_are_clamped_cosine(open_adapter: Callable[..., RedisIndexAdapter
             make_record(-e[0], doc="a", index=2),
         ],
     )
-    hits = store.search("t1", e[0], 3)
-    assert [h.record.chunk_index for h in hits] == [0, 1, 2]
-    assert [h.score for h in hits] == pytest.approx([1.0, 0.0, 0.0], abs=1e-6)
+    hits = {h.record.chunk_index: h.score for h in store.search("t1", e[0], 3)}
+    # 1 and 2 tie at 0: their order is not promised, only their scores.
+    assert hits == pytest.approx({0: 1.0, 1: 0.0, 2: 0.0}, abs=1e-6)
+    assert max(hits, key=hits.__getitem__) == 0
 
 
 def test_search_returns_whole_records(open_adapter: Callable[..., RedisIndexAdapter]) -> None:
@@ -612,7 +613,9 @@ def test_library_lock_times_out_with_a_clear_error(
             other.library_lock("t1", "docs", timeout=0.3),
         ):
             pass
-        assert 0.1 < time.monotonic() - start < 2
+        # It waited its own timeout (a lower bound holds under any load), then gave up
+        # although the holder never let go: reaching this line is the proof.
+        assert time.monotonic() - start >= 0.29
         with other.library_lock("t1", "wiki", timeout=0.3):  # another library: free
             pass
         with other.library_lock("t2", "docs", timeout=0.3):  # another tenant: free
