@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 #: Cosine similarity of float32 unit vectors: the sum of 384 products, each exact to about
 #: 6e-8 relative, differs by a few 1e-7 between summation orders; 1e-5 is far above that
 #: and far below any gap a user could see (scores are shown to two decimals).
@@ -66,3 +68,17 @@ def assert_same_ranking(got: Ranking, want: Ranking, tol: float = FLOAT32_SCORE_
     for chunk_id, score in got:
         if chunk_id in want_scores:
             assert abs(score - want_scores[chunk_id]) <= tol, (chunk_id, score, want_scores)
+
+
+def approx_floats(document: object, tol: float = FLOAT32_SCORE_TOL) -> object:
+    """``document`` (JSON: dicts, lists, strings, numbers) with every float replaced by
+    ``pytest.approx(value, abs=tol)``, so ``got == approx_floats(want)`` compares two
+    answers of two processes (the CLI's model session and a server's are built with other
+    graph optimisations, so their float32 sums differ in the 7th digit) field by field."""
+    if isinstance(document, float):
+        return pytest.approx(document, abs=tol)
+    if isinstance(document, dict):
+        return {key: approx_floats(value, tol) for key, value in document.items()}
+    if isinstance(document, list):
+        return [approx_floats(value, tol) for value in document]
+    return document

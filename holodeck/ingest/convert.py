@@ -202,12 +202,15 @@ def _html_text(html: str, suffix: str) -> Converted:
     words of it (trafilatura reads a tiny page by a fallback that loses its headings)."""
     try:
         markdown = html_main_text(html)
+    except ImportError:
+        raise  # a broken install is a fault to show, never a reason to index the site's chrome
     except Exception as exc:  # a parser failing on one page: its whole text is still worth having
         log.debug("main-text extraction failed (%s); converting the whole page", exc)
         markdown = None
     if markdown is None or len(markdown.split()) < _MIN_MAIN_WORDS:
         # Decoded by the same UTF-8-then-chardet rule as text, handed over as UTF-8.
-        markdown = _markitdown_convert(html.encode("utf-8"), suffix, charset="utf-8")
+        whole = _markitdown_convert(html.encode("utf-8"), suffix, charset="utf-8")
+        markdown = unescape_markdown(whole)  # identifiers whole here too (a\_tuple -> a_tuple)
     text = clean_markdown(markdown)
     return Converted(text, None, tuple(markdown_headings(text)))
 
