@@ -201,8 +201,7 @@ def test_kill_9_mid_ingest_then_rerun_equals_a_clean_run(tmp_path: Path) -> None
         text=True,
     )
     folder = project / ".holodeck" / "index" / "kb"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
+    while proc.poll() is None:  # however slow the machine (pytest-timeout bounds it)
         if (folder / "index.db").exists() and _index_contents(folder)[1]:
             break  # some documents are committed, others not yet
         time.sleep(0.05)

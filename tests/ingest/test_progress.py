@@ -123,9 +123,8 @@ def test_kill_9_inside_a_big_file_then_the_rerun_reuses_its_stored_slices(
         stderr=subprocess.DEVNULL,
     )
     folder = project / ".holodeck" / "index" / "kb"
-    deadline = time.monotonic() + 180
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
+        while proc.poll() is None:  # however slow the machine (pytest-timeout bounds it)
             if _stored_chunks(folder, "manual.md")[0]:
                 break  # its first slice is committed, the rest not yet
             time.sleep(0.05)

@@ -73,17 +73,14 @@ def start_ingest(project: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def wait_for_stored_documents(
-    proc: subprocess.Popen[str], url: str, index: str, timeout: float = 180
-) -> None:
-    """Return once the ingest has stored its first documents in Redis, still running."""
+def wait_for_stored_documents(proc: subprocess.Popen[str], url: str, index: str) -> None:
+    """Return once the ingest has stored its first documents in Redis, still running
+    (however slow the machine: pytest-timeout bounds the wait)."""
     client = redis.Redis.from_url(url)
     key = f"{index}:docs:" + json.dumps([TENANT, LIBRARY])
-    deadline = time.monotonic() + timeout
     try:
         while client.hlen(key) == 0:
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the ingest stored nothing in time"
             time.sleep(0.05)
     finally:
         client.close()
