@@ -22,21 +22,29 @@ def run_holodeck(
     timeout: float = 240,
 ) -> subprocess.CompletedProcess[str]:
     """``holodeck ARGS`` in ``cwd`` with ``HOME`` pointed at ``home`` (default: cwd/home)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_"))}
-    full_env["HOME"] = str(home or (cwd / "home"))
-    full_env["NO_COLOR"] = "1"
-    full_env["COLUMNS"] = "200"
-    if env:
-        full_env.update(env)
     return subprocess.run(
         [sys.executable, "-m", "holodeck", *args],
         cwd=cwd,
-        env=full_env,
+        env=holodeck_env(cwd, home, env),
         input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+def holodeck_env(
+    cwd: Path, home: Path | None = None, env: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The environment ``holodeck`` runs in: no real API keys, HOME of the test, no colour."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_"))}
+    full_env.pop("ANTHROPIC_API_KEY", None)
+    full_env["HOME"] = str(home or (cwd / "home"))
+    full_env["NO_COLOR"] = "1"
+    full_env["COLUMNS"] = "200"
+    if env:
+        full_env.update(env)
+    return full_env
 
 
 def write(path: Path, text: str) -> Path:

@@ -23,17 +23,24 @@ Endpoints (any prefix, so Azure's ``/openai/deployments/<d>/...`` paths work too
   reply, such as ``fake_judge.judge``: an evaluation judge), and without one answers 400
   "fake_openai: no scripted chat reply", which the client does not retry, so a test that
   under-scripts fails loudly.
+- ``POST .../messages``: Anthropic's Messages API (provider anthropic), from the same
+  script as chat completions: the same replies in Anthropic's shapes (content blocks, its
+  server-sent events, ``{"type": "error", "error": {...}}`` bodies).
 - ``POST .../embeddings``: answers with the next scripted reply if any, else with
   deterministic pseudo-random unit vectors (seeded by each input's text) of ``dimensions``
   length (default 1536). ``encoding_format`` float and base64 are both honoured.
 
 Replies (module functions): ``text(content[, logprobs=...])``,
 ``tool_calls((name, args[, id]), ...)``,
+``quoting_tools(template)`` (an answer made from the tool results the request carries, as
+a model reading them would: ``{result}`` is the last one, ``{results}`` all of them),
 ``error(status, message, headers=...)`` (OpenAI's error body), ``vectors(dimensions)``
 (embeddings of another length for one request), ``raw(body, content_type)`` (any body as
 is, streamed or not: an HTML page, JSON that is not a completion, a truncated body).
 ``delay=`` on ``text`` / ``tool_calls`` sleeps that long between streamed chunks (to
 interrupt a streaming answer), or before a whole answer (a model that answers slowly).
+``stream_error(kind, message)`` starts a streamed answer and fails it in mid-stream (the
+status is already 200), as an overloaded server does.
 """
 
 from __future__ import annotations
@@ -67,6 +74,8 @@ class Reply:
     #: ``choices[0].logprobs.content`` of a whole answer: {token, logprob, top_logprobs}.
     logprobs: list[dict[str, Any]] | None = None
     finish: str = ""  # finish_reason instead of the usual one ("length": cut off)
+    template: str | None = None  # quoting_tools: filled from the request's tool results
+    wait: float = 0.0  # seconds before answering at all (a slow model), streamed or not
 
 
 def text(
@@ -74,9 +83,32 @@ def text(
     delay: float = 0.0,
     logprobs: list[dict[str, Any]] | None = None,
     finish: str = "",
+    wait: float = 0.0,
 ) -> Reply:
-    """An assistant answer with ``content`` (finish_reason ``stop``, or ``finish``)."""
-    return Reply("text", content=content, delay=delay, logprobs=logprobs, finish=finish)
+    """An assistant answer with ``content`` (finish_reason ``stop``, or ``finish``);
+    ``wait`` seconds before it."""
+    return Reply(
+        "text", content=content, delay=delay, logprobs=logprobs, finish=finish, wait=wait
+    )
+
+
+def quoting_tools(template: str = "The tool said: {result}") -> Reply:
+    """An answer quoting the tool results of the request it answers (``{result}``: the last,
+    ``{results}``: all, joined by `` | ``): what reached the model is what it says."""
+    return Reply("text", template=template)
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The tool results a request carries, in order: ``tool`` messages (chat completions) or
+    ``tool_result`` blocks (Anthropic's Messages API)."""
+    out: list[str] = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if message.get("role") == "tool":
+            out.append(str(content))
+        elif isinstance(content, list):
+            out += [str(b.get("content")) for b in content if b.get("type") == "tool_result"]
+    return out
 
 
 def tool_calls(*calls: tuple[Any, ...], content: str = "", delay: float = 0.0) -> Reply:
@@ -106,6 +138,11 @@ def vectors(dimensions: int, zero: bool = False) -> Reply:
     """Embeddings of ``dimensions`` length for one request (a length mismatch); ``zero``:
     all-zero vectors (a broken server)."""
     return Reply("vectors", dimensions=dimensions, content="zero" if zero else "")
+
+
+def stream_error(kind: str = "overloaded_error", message: str = "Overloaded") -> Reply:
+    """A stream that starts (status 200, a first text chunk) and then fails with an error."""
+    return Reply("stream_error", content=message, headers={"type": kind})
 
 
 def raw(body: str, content_type: str = "text/html", status: int = 200) -> Reply:
@@ -205,6 +242,10 @@ class FakeOpenAI:
         """Bodies of the chat requests that asked for JSON fitting a schema (a judge's)."""
         return [b for b in self.chat_requests() if "response_format" in b]
 
+    def message_requests(self) -> list[Recorded]:
+        """Anthropic Messages API requests received (path, headers, body), oldest first."""
+        return [r for r in self.requests if r.path.endswith("/messages")]
+
     def embedding_requests(self) -> list[dict[str, Any]]:
         """Bodies of the embedding requests received, oldest first."""
         return [r.body for r in self.requests if r.path.endswith("/embeddings")]
@@ -234,6 +275,8 @@ class FakeOpenAI:
                     server.requests.append(record)
                 if path.endswith("/chat/completions"):
                     server._chat(self, body, record)
+                elif path.endswith("/messages"):
+                    server._messages(self, body, record)
                 elif path.endswith("/embeddings"):
                     server._embed(self, body, record)
                 else:
@@ -272,6 +315,7 @@ class FakeOpenAI:
             reply = self.responder(body)
         if reply is None:
             reply = error(400, "fake_openai: no scripted chat reply")
+        time.sleep(reply.wait)
         if reply.kind == "error":
             self._send_error(h, record, reply)
             return
@@ -286,6 +330,10 @@ class FakeOpenAI:
             h.wfile.write(payload)
             return
         model = body.get("model", "fake-model")
+        reply = _filled(reply, body)
+        if reply.kind == "stream_error":
+            self._stream_then_fail(h, record, reply, model)
+            return
         if body.get("stream"):
             self._stream(h, record, reply, model)
             return
@@ -368,6 +416,124 @@ class FakeOpenAI:
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client went away mid-stream (an interrupted answer)
 
+    def _stream_then_fail(
+        self, h: BaseHTTPRequestHandler, record: Recorded, reply: Reply, model: str
+    ) -> None:
+        """An OpenAI-style stream whose second event is an error (after a 200)."""
+        record.status = 200
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.end_headers()
+        chunk = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Let"}}],
+        }
+        error_event = {"error": {"message": reply.content, "type": reply.headers["type"]}}
+        h.wfile.write(f"data: {json.dumps(chunk)}\n\ndata: {json.dumps(error_event)}\n\n".encode())
+        h.wfile.flush()
+
+    # -- Anthropic's Messages API ------------------------------------------------------
+
+    def _messages(self, h: BaseHTTPRequestHandler, body: dict[str, Any], record: Recorded) -> None:
+        reply = self.chat.pop()
+        if reply is None:
+            reply = error(400, "fake_openai: no scripted chat reply")
+        if reply.kind == "error":
+            kind = {
+                400: "invalid_request_error",
+                401: "authentication_error",
+                403: "permission_error",
+                404: "not_found_error",
+                429: "rate_limit_error",
+                529: "overloaded_error",
+            }.get(reply.status, "api_error")
+            data = {"type": "error", "error": {"type": kind, "message": reply.content}}
+            self._send_json(h, record, reply.status, data, reply.headers)
+            return
+        reply = _filled(reply, body)
+        model = body.get("model", "fake-model")
+        blocks: list[dict[str, Any]] = []
+        if reply.content:
+            blocks.append({"type": "text", "text": reply.content})
+        for call_id, name, arguments in reply.calls:
+            blocks.append(
+                {"type": "tool_use", "id": call_id, "name": name, "input": json.loads(arguments)}
+            )
+        stop = "tool_use" if reply.calls else "end_turn"
+        if not body.get("stream"):
+            message = _anthropic_message(model, blocks, stop)
+            self._send_json(h, record, 200, message)
+            return
+        record.status = 200
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.end_headers()
+
+        def event(kind: str, data: dict[str, Any]) -> None:
+            h.wfile.write(f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode())
+            h.wfile.flush()
+            if reply.delay:
+                time.sleep(reply.delay)
+
+        try:
+            event("message_start", {"message": _anthropic_message(model, [], None)})
+            if reply.kind == "stream_error":
+                event(
+                    "content_block_start",
+                    {"index": 0, "content_block": {"type": "text", "text": ""}},
+                )
+                event(
+                    "content_block_delta",
+                    {"index": 0, "delta": {"type": "text_delta", "text": "Let"}},
+                )
+                event("error", {"error": {"type": reply.headers["type"], "message": reply.content}})
+                return
+            for index, block in enumerate(blocks):
+                if block["type"] == "text":
+                    event(
+                        "content_block_start",
+                        {"index": index, "content_block": {"type": "text", "text": ""}},
+                    )
+                    step = max(1, self.chunk_size)
+                    for start in range(0, len(block["text"]), step):
+                        piece = block["text"][start : start + step]
+                        event(
+                            "content_block_delta",
+                            {"index": index, "delta": {"type": "text_delta", "text": piece}},
+                        )
+                else:
+                    start_block = {
+                        "type": "tool_use",
+                        "id": block["id"],
+                        "name": block["name"],
+                        "input": {},
+                    }
+                    event("content_block_start", {"index": index, "content_block": start_block})
+                    raw_input = json.dumps(block["input"])
+                    for start in range(0, len(raw_input), 7):
+                        piece = raw_input[start : start + 7]
+                        event(
+                            "content_block_delta",
+                            {
+                                "index": index,
+                                "delta": {"type": "input_json_delta", "partial_json": piece},
+                            },
+                        )
+                event("content_block_stop", {"index": index})
+            event(
+                "message_delta",
+                {
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 1},
+                },
+            )
+            event("message_stop", {})
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def _embed(self, h: BaseHTTPRequestHandler, body: dict[str, Any], record: Recorded) -> None:
         reply = self.embeddings.pop()
         if reply is not None and reply.kind == "error":
@@ -410,6 +576,32 @@ def _usage(body: dict[str, Any], answer: str) -> dict[str, int]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+    }
+
+
+def _filled(reply: Reply, body: dict[str, Any]) -> Reply:
+    """A ``quoting_tools`` reply made into text from the request's tool results."""
+    if reply.template is None:
+        return reply
+    results = tool_results(body)
+    content = reply.template.format(
+        result=results[-1] if results else "", results=" | ".join(results)
+    )
+    return Reply("text", content=content, delay=reply.delay)
+
+
+def _anthropic_message(
+    model: str, blocks: list[dict[str, Any]], stop: str | None
+) -> dict[str, Any]:
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
     }
 
 

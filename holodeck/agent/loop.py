@@ -1,10 +1,11 @@
 """The agent: an LLM that searches the knowledge bases through tool calls, or retrieval only.
 
 One turn sends the system prompt, the conversation and one function per vectorstore tool
-(the contract's definition); runs the tool calls the model asks for (concurrently), sends
-each result back with its ``tool_call_id`` and repeats until the model answers, at most
-``max_tool_rounds`` times. Without a ``model:`` each message is a search of every tool.
-Chat and ``holodeck test`` both drive this class; it prints nothing itself.
+(the contract's definition), per function tool and per tool of each MCP server; runs the
+tool calls the model asks for (concurrently), sends each result back with its
+``tool_call_id`` and repeats until the model answers, at most ``max_tool_rounds`` times.
+Without a ``model:`` each message is a search of every knowledge base. Chat and
+``holodeck test`` both drive this class; it prints nothing itself.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
+from holodeck.agent.anthropic import AnthropicChat
 from holodeck.agent.providers import (
     Connection,
     connection_for,
@@ -29,6 +31,7 @@ from holodeck.config.envsubst import environment_for
 from holodeck.config.loader import Project
 from holodeck.config.models import ModelConfig
 from holodeck.errors import ConfigError, HoloDeckError, LLMError
+from holodeck.tools.callables import CallableTool, ToolError, ToolUnavailable
 from holodeck.tools.formatting import SearchResult
 from holodeck.tools.vectorstore_tool import VectorStoreTool, clean_query
 
@@ -41,16 +44,19 @@ ToolCallback = Callable[["ToolCallRecord"], None]
 
 @dataclass
 class ToolCallRecord:
-    """One search the agent ran, as the model (or the user, retrieval-only) asked for it."""
+    """One tool call the agent ran, as the model (or the user, retrieval-only) asked for it."""
 
     id: str  # tool_call_id ("" in retrieval-only mode)
     tool: str
     arguments: dict[str, Any]  # parsed arguments ({} if unparseable)
-    query: str | None
-    output: str  # the text returned to the model: formatted results or the error
+    query: str | None  # a search's query (None for other tools)
+    output: str  # the text returned to the model: formatted results, the result or the error
     results: list[SearchResult] = field(default_factory=list)  # ranked; empty on error
     error: str | None = None
     seconds: float = 0.0
+    kind: str = "search"  # search (a knowledge base), function or mcp
+    aliases: tuple[str, ...] = ()  # other names expected_tools may give the tool
+    unavailable: bool = False  # the tool could not run at all (its MCP server is gone)
 
 
 @dataclass
@@ -71,11 +77,15 @@ class Agent:
         self,
         project: Project,
         tools: list[VectorStoreTool],
-        client: openai.AsyncOpenAI | None = None,
+        client: openai.AsyncOpenAI | AnthropicChat | None = None,
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         connection: Connection | None = None,
+        functions: list[CallableTool] | None = None,
     ) -> None:
-        """``client`` None: retrieval-only. ``connection`` names the server in error lines."""
+        """``client`` None: retrieval-only. ``connection`` names the server in error lines.
+
+        ``functions`` are the other tools the model may call (function tools, MCP tools).
+        """
         if max_tool_rounds < 1:
             raise ValueError("max_tool_rounds must be at least 1")
         self.project = project
@@ -90,6 +100,8 @@ class Agent:
             connection = Connection(self.model.provider, str(client.base_url), key, None)
         self.connection = connection
         self._by_name = {tool.name: tool for tool in self.tools}
+        self.functions: dict[str, CallableTool] = {}
+        self.offer(functions or [])
         self.system_prompt = _instructions(project)
         self.messages: list[dict[str, Any]] = []
 
@@ -99,13 +111,26 @@ class Agent:
         project: Project,
         tools: list[VectorStoreTool],
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        functions: list[CallableTool] | None = None,
     ) -> Agent:
         """The agent ``project`` describes: its model's client, or retrieval-only without one."""
         model = project.agent.model
         if model is None:
             return cls(project, tools, None, max_tool_rounds)
         conn = connection_for(model, environment_for(project.root))
-        return cls(project, tools, make_async_client(conn), max_tool_rounds, conn)
+        client: openai.AsyncOpenAI | AnthropicChat = (
+            AnthropicChat(conn) if conn.provider == "anthropic" else make_async_client(conn)
+        )
+        return cls(project, tools, client, max_tool_rounds, conn, functions)
+
+    def offer(self, functions: list[CallableTool]) -> None:
+        """Let the model call ``functions`` too (names must not clash with a knowledge base)."""
+        for function in functions:
+            if function.name in self._by_name or function.name in self.functions:
+                raise ConfigError(
+                    f"two tools would both be called {function.name!r}: rename one in agent.yaml"
+                )
+            self.functions[function.name] = function
 
     @property
     def retrieval_only(self) -> bool:
@@ -114,8 +139,10 @@ class Agent:
 
     @property
     def tool_definitions(self) -> list[dict[str, Any]]:
-        """The ``tools`` parameter of a chat request: one function per vectorstore tool."""
-        return [{"type": "function", "function": t.tool_definition()} for t in self.tools]
+        """The ``tools`` parameter of a chat request: the knowledge bases, then the others."""
+        definitions = [t.tool_definition() for t in self.tools]
+        definitions += [f.definition() for f in self.functions.values()]
+        return [{"type": "function", "function": d} for d in definitions]
 
     def reset(self) -> None:
         """Forget the conversation (the system prompt stays)."""
@@ -203,7 +230,7 @@ class Agent:
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         request: dict[str, Any] = {"model": self.model.name, "messages": messages}
-        if self.tools:
+        if self.tools or self.functions:
             request["tools"] = self.tool_definitions
             if not allow_tools:
                 request["tool_choice"] = "none"
@@ -211,6 +238,8 @@ class Agent:
             request["temperature"] = self.model.temperature
         if self.model.max_tokens is not None:
             request["max_tokens"] = self.model.max_tokens
+        if self.model.top_p is not None:
+            request["top_p"] = self.model.top_p
         return request
 
     async def _complete(
@@ -219,6 +248,9 @@ class Agent:
         """One model request: its text and its tool calls as ``(id, name, arguments)``."""
         assert self.client is not None
         request = self._request(allow_tools)
+        if isinstance(self.client, AnthropicChat):
+            text, requested, finish = await self.client.complete(request, on_text)
+            return self._answered(text, requested, finish)
         try:
             if on_text is None:
                 response = await self.client.chat.completions.create(**request)
@@ -233,6 +265,12 @@ class Agent:
                 f"{self._label()} answered with invalid JSON, not a chat completion "
                 f"({_excerpt(str(exc))}); {_ENDPOINT_HINT}"
             ) from exc
+        return self._answered(text, requested, finish)
+
+    def _answered(
+        self, text: str, requested: list[tuple[str, str, str]], finish: str
+    ) -> tuple[str, list[tuple[str, str, str]]]:
+        """The answer, or an LLMError when it holds neither text nor a tool call."""
         if not text and not requested:
             raise LLMError(
                 f"{self._label()} returned an empty answer (finish_reason: {finish or 'none'}); "
@@ -274,7 +312,7 @@ class Agent:
         Returns the text, the tool calls and the finish reason. A stream without a single
         completion chunk (an HTML page, a JSON body that is not a stream) is an LLMError.
         """
-        assert self.client is not None
+        assert isinstance(self.client, openai.AsyncOpenAI)
         stream = await self.client.chat.completions.create(**request, stream=True)
         parts: list[str] = []
         calls: dict[int, list[str]] = {}
@@ -323,26 +361,49 @@ class Agent:
         started = time.perf_counter()
         arguments: dict[str, Any] = {}
         query: str | None = None
+        function = self.functions.get(name)
+        shape = "an object of the tool's arguments" if function else '{"query": "..."}'
         try:
             try:
                 parsed = json.loads(raw_arguments or "{}")
             except json.JSONDecodeError as exc:
                 raise ValueError(
-                    f'arguments are not valid JSON ({exc.msg}); call {name} with {{"query": "..."}}'
+                    f"arguments are not valid JSON ({exc.msg}); call {name} with {shape}"
                 ) from None
             if not isinstance(parsed, dict):
-                raise ValueError('arguments must be an object like {"query": "..."}')
+                raise ValueError(f"arguments must be {shape}")
             arguments = parsed
-            raw_query = arguments.get("query")
-            query = raw_query if isinstance(raw_query, str) else None
-            record = await self._search(call_id, name, query, arguments)
-        except (ValueError, RuntimeError, HoloDeckError) as exc:
+            if function is not None:
+                record = await self._run_function(call_id, function, arguments)
+            else:
+                raw_query = arguments.get("query")
+                query = raw_query if isinstance(raw_query, str) else None
+                record = await self._search(call_id, name, query, arguments)
+        except (ValueError, RuntimeError, HoloDeckError, ToolError) as exc:
             error = str(exc)
             record = ToolCallRecord(call_id, name, arguments, query, f"Error: {error}", [], error)
+            if function is not None:
+                record.kind, record.aliases = function.kind, function.aliases
+                record.unavailable = isinstance(exc, ToolUnavailable)
         record.seconds = time.perf_counter() - started
         if on_tool is not None:
             on_tool(record)
         return record
+
+    async def _run_function(
+        self, call_id: str, function: CallableTool, arguments: dict[str, Any]
+    ) -> ToolCallRecord:
+        """Call a function or MCP tool; its text (or its ``ToolError``) is the result."""
+        output = await function.run(arguments)
+        return ToolCallRecord(
+            call_id,
+            function.name,
+            arguments,
+            None,
+            output,
+            kind=function.kind,
+            aliases=function.aliases,
+        )
 
     async def _search(
         self, call_id: str, name: str, query: str | None, arguments: dict[str, Any]
@@ -350,7 +411,7 @@ class Agent:
         """Search tool ``name``: structured results plus the contract's formatted text."""
         tool = self._by_name.get(name)
         if tool is None:
-            valid = ", ".join(self._by_name) or "none"
+            valid = ", ".join([*self._by_name, *self.functions]) or "none"
             raise ValueError(f"unknown tool {name!r}; available tools: {valid}")
         if query is None:
             raise ValueError("Search query cannot be empty: pass a 'query' string")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import openai
@@ -22,7 +23,12 @@ from holodeck.redact import remember_secret
 DEFAULT_OLLAMA_ENDPOINT = "http://localhost:11434/v1"
 DEFAULT_OPENAI_ENDPOINT = "https://api.openai.com/v1"
 #: Where each provider's key is read from when ``model.api_key`` is not set.
-KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY"}
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "azure_openai": "AZURE_OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+DEFAULT_ANTHROPIC_ENDPOINT = "https://api.anthropic.com"
 #: Ollama ignores the key, but the client needs a non-empty one.
 OLLAMA_PLACEHOLDER_KEY = "ollama"
 #: Connect fast, but let a slow model take its time between streamed chunks.
@@ -75,6 +81,11 @@ def connection_for(model: ModelConfig, env: Mapping[str, str]) -> Connection:
         if not key:
             raise ConfigError(_missing_key(provider, variable))
         return Connection(provider, endpoint, key, variable, version)
+    if provider == "anthropic":
+        base = model.endpoint or DEFAULT_ANTHROPIC_ENDPOINT
+        if not key and base.startswith(DEFAULT_ANTHROPIC_ENDPOINT):
+            raise ConfigError(_missing_key(provider, variable))
+        return Connection(provider, base, key or "none", variable)
     base = model.endpoint or DEFAULT_OPENAI_ENDPOINT
     if not key:
         if base.startswith(DEFAULT_OPENAI_ENDPOINT):
@@ -123,50 +134,68 @@ def _azure_options(conn: Connection, max_retries: int) -> dict[str, Any]:
     return options
 
 
-def describe_error(exc: BaseException, conn: Connection, model: str, what: str = "model") -> str:
+def describe_error(
+    exc: BaseException,
+    conn: Connection,
+    model: str,
+    what: str = "model",
+    sdk: ModuleType = openai,
+) -> str:
     """One line saying what went wrong with a request to ``conn`` and how to fix it.
 
-    Never includes the key: the server's own message is left out for 401/403 (OpenAI echoes
-    part of the key there) and scrubbed of the key everywhere else.
+    ``sdk`` is the client library that raised (``openai``, or ``anthropic``: the same error
+    classes). Never includes the key: the server's own message is left out for 401/403
+    (OpenAI echoes part of the key there) and scrubbed of the key everywhere else.
     """
     where = conn.label
     fix_key = f"check {conn.key_variable}" if conn.key_variable else "check model.api_key"
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, sdk.APITimeoutError):
         return f"{where} did not answer in time (after retries); try again later"
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc
-        return f"cannot reach {where}: {_scrub(str(cause), conn)}; is the server running?"
-    if isinstance(exc, openai.AuthenticationError):
+        return f"cannot reach {where}: {scrub_key(str(cause), conn)}; is the server running?"
+    if isinstance(exc, sdk.AuthenticationError):
         return f"{where} refused the API key (401); {fix_key}"
-    if isinstance(exc, openai.PermissionDeniedError):
+    if isinstance(exc, sdk.PermissionDeniedError):
         return f"{where} denied access to {what} {model!r} (403); {fix_key} and its permissions"
-    if isinstance(exc, openai.NotFoundError):
+    if isinstance(exc, sdk.NotFoundError):
         kind = "deployment" if conn.provider == "azure_openai" else what
         hint = f"; pull it first: ollama pull {model}" if conn.provider == "ollama" else ""
         return f"{kind} {model!r} not found at {where} (404){hint}"
-    if isinstance(exc, openai.RateLimitError):
+    if isinstance(exc, sdk.RateLimitError):
         return (
             f"{where} is rate limiting requests (429) and still was after retries: "
             f"{_server_message(exc, conn)}; wait and try again"
         )
-    if isinstance(exc, openai.APIStatusError):
+    if _error_type(exc) == "overloaded_error" or getattr(exc, "status_code", None) == 529:
+        # Anthropic's 529, or its error event in mid-stream (after a 200)
+        return f"{where} is overloaded: {_server_message(exc, conn)}; try again later"
+    if isinstance(exc, sdk.APIStatusError):
         return f"{where} answered {exc.status_code}: {_server_message(exc, conn)}"
-    return f"{where}: {_scrub(str(exc), conn)}"
+    return f"{where}: {scrub_key(str(exc), conn)}"
 
 
-def _server_message(exc: openai.APIStatusError, conn: Connection) -> str:
+def _error_type(exc: BaseException) -> str | None:
+    """The API's error type (``overloaded_error``...), from an error's body."""
+    body = getattr(exc, "body", None)
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    kind = inner.get("type") if isinstance(inner, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _server_message(exc: BaseException, conn: Connection) -> str:
     """The ``error.message`` of an API error body, short and without the key."""
-    body = exc.body
+    body = getattr(exc, "body", None)
     message: object = None
     if isinstance(body, dict):
         inner = body.get("error", body)
         message = inner.get("message") if isinstance(inner, dict) else inner
-    text = str(message if message else exc.message)
+    text = str(message if message else getattr(exc, "message", exc))
     text = " ".join(text.split())
-    return _scrub(text[:300], conn)
+    return scrub_key(text[:300], conn)
 
 
-def _scrub(text: str, conn: Connection) -> str:
+def scrub_key(text: str, conn: Connection) -> str:
     """``text`` with the key (should a server echo it) replaced by ``***``."""
     key = conn.api_key
     return text.replace(key, "***") if key and len(key) >= 4 else text

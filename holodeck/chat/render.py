@@ -8,6 +8,8 @@ Results are numbered across the last message's searches, so ``/show N`` names on
 
 from __future__ import annotations
 
+import json
+
 from rich.text import Text
 
 from holodeck.agent.loop import Agent, ToolCallRecord
@@ -17,7 +19,7 @@ from holodeck.tools.formatting import SearchResult
 
 COMMANDS = (
     ("/help", "this list"),
-    ("/tools", "the knowledge bases the agent can search"),
+    ("/tools", "the tools the agent can use: knowledge bases, functions, MCP tools"),
     ("/show N", "result N of the last message, whole"),
     ("/sources", "the results of the last message's searches: rank, tool, source, score"),
     ("/clear", "forget the conversation"),
@@ -30,13 +32,14 @@ RETRIEVAL_ONLY_BANNER = (
 )
 RESULTS_HINT = "/show N prints result N whole; /sources lists them."
 _QUERY_SHOWN = 60
+_RESULT_SHOWN = 120
 
 
 def banner(agent: Agent) -> str:
     """The first line of a session: which LLM answers, or that none does."""
     if agent.retrieval_only or agent.model is None:
         return RETRIEVAL_ONLY_BANNER
-    tools = ", ".join(t.name for t in agent.tools) or "no tools"
+    tools = ", ".join([*(t.name for t in agent.tools), *agent.functions]) or "no tools"
     return (
         f"Chatting with {agent.model.name} ({agent.model.provider}); tools: {tools}. "
         "/help for commands, /exit to leave."
@@ -44,7 +47,10 @@ def banner(agent: Agent) -> str:
 
 
 def tool_line(record: ToolCallRecord) -> str:
-    """One compact line per search: tool, query, results, best source and score."""
+    """One compact line per call: a search's query, results, best source and score; another
+    tool's arguments and the start of what it returned."""
+    if record.kind != "search":
+        return _call_line(record)
     query = record.query if record.query is not None else ""
     if len(query) > _QUERY_SHOWN:
         query = query[: _QUERY_SHOWN - 1] + "…"
@@ -59,6 +65,20 @@ def tool_line(record: ToolCallRecord) -> str:
         f"{head} -> {n} result{'s' if n != 1 else ''}, best {best.source_path} "
         f"({best.score:.2f}) ({record.seconds:.2f}s)"
     )
+
+
+def _call_line(record: ToolCallRecord) -> str:
+    """``lookup_order({"order_id": "A-1"}) -> {"status": "shipped"} (0.01s)``."""
+    arguments = json.dumps(record.arguments, ensure_ascii=False)
+    head = f"{record.tool}({_clip(arguments, _QUERY_SHOWN)})"
+    if record.error is not None:
+        return f"{head} -> error: {_clip(record.error, _RESULT_SHOWN)}"
+    return f"{head} -> {_clip(record.output, _RESULT_SHOWN)} ({record.seconds:.2f}s)"
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def numbered(records: list[ToolCallRecord]) -> list[tuple[int, ToolCallRecord, SearchResult]]:
@@ -168,15 +188,18 @@ def _keep_end(text: str, width: int) -> str:
 
 
 def tools_text(agent: Agent) -> str:
-    """``/tools``: each knowledge base with what backs it."""
-    if not agent.tools:
-        return "This agent has no knowledge bases."
+    """``/tools``: each knowledge base with what backs it, then the other tools."""
+    if not agent.tools and not agent.functions:
+        return "This agent has no tools."
     lines = []
     for tool in agent.tools:
         lines.append(
             f"{tool.name}: {tool.description} ({tool.document_count} chunks, "
             f"{tool.backend} index, {tool.resolved.embedding_model})"
         )
+    for function in agent.functions.values():
+        kind = "MCP server tool" if function.kind == "mcp" else "Python function"
+        lines.append(f"{function.name}: {_clip(function.description, 100)} ({kind})")
     return "\n".join(lines)
 
 

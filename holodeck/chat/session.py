@@ -14,6 +14,8 @@ import contextlib
 import logging
 import signal
 import sys
+import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -78,10 +80,7 @@ class ChatSession:
         if self.interactive:
             await self._run_terminal()
             return 0
-        while True:
-            line = self.stdin.readline()
-            if not line:
-                break
+        async for line in _lines(self.stdin):
             if not await self.handle(line):
                 break
         return LLMError.exit_code if self.failures else 0
@@ -137,7 +136,7 @@ class ChatSession:
                 result = await self.agent.run_turn(
                     message,
                     on_text=None if self.agent.retrieval_only else out.text,
-                    on_tool=lambda record: out.tool(tool_line(record)),
+                    on_tool=lambda record: out.tool(tool_line(record), record.kind),
                 )
         except HoloDeckError as exc:
             out.abort()
@@ -230,6 +229,29 @@ def _history() -> History:
     return FileHistory(str(path))
 
 
+async def _lines(stream: TextIO) -> AsyncIterator[str]:
+    """The lines of ``stream``, read by a daemon thread so the event loop never blocks on
+    input: Ctrl-C or SIGTERM while chat waits for the next line stop it at once."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str] = asyncio.Queue()
+
+    def put(line: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody listens
+            loop.call_soon_threadsafe(queue.put_nowait, line)
+
+    def pump() -> None:
+        try:
+            for line in iter(stream.readline, ""):
+                put(line)
+        except (OSError, ValueError):  # closed under us
+            pass
+        put("")
+
+    threading.Thread(target=pump, name="holodeck-chat-stdin", daemon=True).start()
+    while line := await queue.get():
+        yield line
+
+
 class _PlainOutput:
     """Line mode: answer text straight to stdout as it arrives, tool lines to stderr."""
 
@@ -249,11 +271,12 @@ class _PlainOutput:
         self.stdout.flush()
         self.wrote = True
 
-    def tool(self, line: str) -> None:
+    def tool(self, line: str, kind: str = "search") -> None:
         if self.wrote:
             self.stdout.write("\n")
             self.wrote = False
-        print(f"[search] {line}", file=self.stderr, flush=True)
+        label = "search" if kind == "search" else "tool"
+        print(f"[{label}] {line}", file=self.stderr, flush=True)
 
     def results(self, answer: Text) -> None:
         self.stdout.write(answer.plain)
@@ -310,9 +333,10 @@ class _TerminalOutput:
         self.buffer += chunk
         self.live.update(Markdown(self.buffer))
 
-    def tool(self, line: str) -> None:
+    def tool(self, line: str, kind: str = "search") -> None:
         self._stop()
-        self.console.print(Text(f"  ⌕ {line}", style="cyan"))
+        mark = "⌕" if kind == "search" else "⚙"
+        self.console.print(Text(f"  {mark} {line}", style="cyan"))
         self._wait()
 
     def results(self, answer: Text) -> None:

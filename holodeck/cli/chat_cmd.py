@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import sys
 from typing import TYPE_CHECKING
 
 import click
 
+from holodeck.cli.interrupts import run_interruptible
 from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
@@ -15,6 +16,7 @@ from holodeck.tools.vectorstore_tool import build_tools
 
 if TYPE_CHECKING:
     from holodeck.agent.loop import Agent
+    from holodeck.tools.callables import CallableTool
 
 #: Same as holodeck.agent.loop.DEFAULT_MAX_TOOL_ROUNDS (not imported: openai loads slowly).
 DEFAULT_MAX_TOOL_ROUNDS = 5
@@ -45,6 +47,7 @@ def chat(
     message and each answer is printed as plain text.
     """
     from holodeck.agent.loop import Agent  # imports openai: only when chatting
+    from holodeck.tools.function_tool import load_function_tools
 
     project = load_project(agent_path(agent_opt, agent_arg))
     tools = build_tools(project)
@@ -54,21 +57,33 @@ def chat(
             "there is nothing to chat with"
         )
     agent = Agent.from_project(project, tools, max_tool_rounds)  # a missing key fails here
+    # Function tools are imported now: a missing function is exit 2 before any ingest.
+    functions = load_function_tools(project) if not agent.retrieval_only else []
     quiet = bool(ctx.obj.get("quiet"))
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     try:
         ingest_tools(tools, force_ingest, quiet, wait=False)
-        code = asyncio.run(_chat(agent, interactive))
+        code = run_interruptible(_chat(agent, interactive, functions))
     finally:
         for tool in tools:
             tool.close()
     ctx.exit(code)
 
 
-async def _chat(agent: Agent, interactive: bool) -> int:
+async def _chat(agent: Agent, interactive: bool, functions: list[CallableTool]) -> int:
+    """The session, with the MCP servers running for as long as it lasts."""
     from holodeck.chat.session import ChatSession
+    from holodeck.tools.initialize import agent_functions
 
     try:
-        return await ChatSession(agent, interactive=interactive).run()
+        if agent.retrieval_only:
+            return await ChatSession(agent, interactive=interactive).run()
+        async with agent_functions(agent.project, functions, _warn) as offered:
+            agent.offer(offered.functions)
+            return await ChatSession(agent, interactive=interactive).run()
     finally:
         await agent.close()
+
+
+def _warn(line: str) -> None:
+    logging.getLogger("holodeck.chat").warning("%s", line)

@@ -10,6 +10,7 @@ import click
 from holodeck.cli.options import agent_option, agent_path
 from holodeck.config.loader import Project, ResolvedTool, load_project
 from holodeck.config.models import AgentConfig, DatabaseConfig
+from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.embeddings.catalog import effective_chunk_size, facts
 from holodeck.redact import redact_url
 
@@ -119,6 +120,28 @@ def describe_project(project: Project) -> dict[str, Any]:
             )
             for t in project.tools
         ],
+        "functions": [
+            {
+                "name": t.name,
+                "file": t.file,
+                "function": t.function,
+                "parameters": list(t.parameters) if t.parameters is not None else None,
+            }
+            for t in project.agent.tools_of(FunctionToolConfig)
+        ],
+        "mcp_servers": [describe_server(t) for t in project.agent.tools_of(McpToolConfig)],
+    }
+
+
+def describe_server(tool: McpToolConfig) -> dict[str, Any]:
+    """An MCP tool as config show prints it: how it is reached (headers and env unshown)."""
+    return {
+        "name": tool.name,
+        "transport": tool.transport,
+        "command": [tool.command, *tool.args] if tool.command else None,
+        "url": redact_url(tool.url) if tool.url else None,
+        "request_timeout": tool.request_timeout,
+        "load_tools": tool.load_tools,
     }
 
 
@@ -140,7 +163,7 @@ def render_text(data: dict[str, Any]) -> str:
         if model
         else "Model: none (retrieval-only: chat and test search the knowledge bases directly)"
     )
-    if not data["tools"]:
+    if not (data["tools"] or data["functions"] or data["mcp_servers"]):
         lines.append("No tools.")
     for tool in data["tools"]:
         db = tool["database"]
@@ -173,5 +196,32 @@ def render_text(data: dict[str, Any]) -> str:
             f"  top_k:           {tool['top_k']}",
             f"  search mode:     {tool['search_mode']}",
             f"  min score:       {'none' if min_score is None else min_score}",
+        ]
+    for function in data["functions"]:
+        params = function["parameters"]
+        shown = "from its signature" if params is None else ", ".join(params) or "none"
+        lines += [
+            "",
+            f"Tool {function['name']} (function)",
+            f"  calls:           {function['function']} in {function['file']}",
+            f"  parameters:      {shown}",
+        ]
+    for server in data["mcp_servers"]:
+        where = (
+            f"  command:         {' '.join(server['command'])}"
+            if server["command"]
+            else f"  url:             {server['url']}"
+        )
+        offered = (
+            f"every tool it lists, as {server['name']}__<tool>"
+            if server["load_tools"]
+            else "none (load_tools: false)"
+        )
+        lines += [
+            "",
+            f"Tool {server['name']} (MCP server, {server['transport']})",
+            where,
+            f"  tools offered:   {offered}",
+            f"  call timeout:    {server['request_timeout']:g} s",
         ]
     return "\n".join(lines)

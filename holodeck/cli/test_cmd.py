@@ -8,7 +8,7 @@ stdout; ingestion progress goes to stderr like every other command's.
 
 from __future__ import annotations
 
-import asyncio
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +19,7 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+from holodeck.cli.interrupts import run_interruptible
 from holodeck.cli.options import FiniteRange, agent_argument, agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
@@ -42,6 +43,9 @@ from holodeck.testing.runner import (
     SuiteResult,
     TestRunner,
 )
+from holodeck.tools.callables import CallableTool
+from holodeck.tools.function_tool import load_function_tools
+from holodeck.tools.initialize import agent_functions
 from holodeck.tools.vectorstore_tool import build_tools
 
 _LABEL = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
@@ -179,12 +183,14 @@ def test(
             case_timeout=case_timeout,
         )
         runner.evaluator.prepare(cases)  # a judge without a key: exit 2 before any work
+        # Function tools are imported now: a missing function is exit 2 before any ingest.
+        functions = load_function_tools(project) if runner.mode == "llm" else []
         ingest_tools(tools, force_ingest, quiet, wait=False)
         out.header(runner.mode, project.agent.model.name if project.agent.model else None)
         try:
             with out.spinner():
-                suite = asyncio.run(runner.run(cases))
-        except KeyboardInterrupt:  # Ctrl-C: what ran is still reported, then exit 130
+                suite = run_interruptible(_run(runner, cases, functions))
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what ran is still reported, exit 130
             suite = runner.partial(len(cases))
     finally:
         for tool in tools:
@@ -201,6 +207,21 @@ def test(
         write_junit(suite, junit_path)
         out.note(f"JUnit: {junit_path}")
     ctx.exit(suite.exit_code)
+
+
+async def _run(
+    runner: TestRunner, cases: list[TestCase], functions: list[CallableTool]
+) -> SuiteResult:
+    """The cases, with the MCP servers running for as long as they run."""
+    if runner.mode != "llm":
+        return await runner.run(cases)
+    async with agent_functions(runner.project, functions, _warn) as offered:
+        runner.offer(offered)
+        return await runner.run(cases)
+
+
+def _warn(line: str) -> None:
+    logging.getLogger("holodeck.testing").warning("%s", line)
 
 
 class _Output:

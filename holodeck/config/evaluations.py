@@ -310,13 +310,13 @@ class EvaluationConfig(StrictModel):
 
 
 def _complete_models() -> None:
-    """Resolve the ``evaluations`` fields of TestCase and AgentConfig (models.py names these
-    classes only for type checkers: each module needs the other's classes)."""
+    """Resolve the ``evaluations`` fields of test cases, turns and AgentConfig (models.py
+    names these classes only for type checkers: each module needs the other's classes)."""
     from holodeck.config import models
 
     names = {"EvaluationConfig": EvaluationConfig, "Metric": Metric}
-    models.TestCase.model_rebuild(_types_namespace=names)
-    models.AgentConfig.model_rebuild(_types_namespace=names)
+    for model in (models.Checks, models.Turn, models.TestCase, models.AgentConfig):
+        model.model_rebuild(_types_namespace=names)
 
 
 _complete_models()

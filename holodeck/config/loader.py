@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import logging
 import os
 import re
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import pydantic
 import yaml
 
 from holodeck.bounded_yaml import YAMLLimitError, load_bounded
+from holodeck.config.compat import adapt_agent, adapt_global, original_keys
 from holodeck.config.envsubst import MissingVariable, environment_for, substitute
 from holodeck.config.models import (
     OPENAI_EMBEDDING_MODELS,
@@ -26,10 +29,10 @@ from holodeck.config.models import (
     GlobalConfig,
     VectorStoreToolConfig,
 )
+from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
+from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
 from holodeck.redact import redact_url, remember_connection_string, remember_secret
-
-Loc = tuple[str | int, ...]
 
 #: Names of the embedded local model, accepted whatever the LLM provider.
 LOCAL_MODEL_NAMES = (
@@ -42,6 +45,9 @@ DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 PROJECT_CONFIG = Path(".holodeck") / "config.yaml"
 #: The only form ``model.api_key`` may take.
 _ONE_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+#: Environment variables of an MCP server whose values are never printed.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+log = logging.getLogger("holodeck.config")
 
 
 @dataclass
@@ -67,7 +73,12 @@ class Project:
     agent_path: Path
     root: Path
     agent: AgentConfig
-    tools: list[ResolvedTool] = field(default_factory=list)
+    tools: list[ResolvedTool] = field(default_factory=list)  # the knowledge bases
+    #: What loading ignored (one line each), already logged as warnings.
+    warnings: list[str] = field(default_factory=list)
+    #: agent.yaml's node tree, so errors found later (importing a function tool, starting
+    #: an MCP server) name the line of the value too.
+    node: yaml.Node | None = None
 
     @property
     def tenant_id(self) -> str:
@@ -80,6 +91,12 @@ class Project:
             return path.resolve().relative_to(self.root).as_posix()
         except ValueError:
             return str(path)
+
+    def where(self, tool: str, *keys: str) -> str:
+        """``agent.yaml:13: tools[0].function``: where a tool's key is written."""
+        index = next(i for i, t in enumerate(self.agent.tools) if t.name == tool)
+        loc: Loc = ("tools", index, *keys)
+        return f"{_label(self.agent_path)}:{line_of(self.node, loc)}: {dotted(loc)}"
 
     def tool(self, name: str) -> ResolvedTool:
         """The tool called ``name``, or a ConfigError listing the valid names."""
@@ -119,22 +136,49 @@ def load_project(agent_path: str | Path) -> Project:
         raise ConfigError(f"{label}:1: the file is empty; it needs at least 'name:'")
     if not isinstance(data, dict):
         raise ConfigError(f"{label}:1: the top level must be a mapping of keys like 'name:'")
+    adapted = adapt_agent(data, node, label)
+    _warn(adapted.warnings)
+    data = adapted.data
     _refuse_literal_api_key(data, node, label)
     data = _substitute(data, env, node, label)
     agent = _validate(AgentConfig, data, node, label)
     _check_embedding_models(agent, node, label)
-    if agent.instructions and agent.instructions.file:
-        instructions = root / agent.instructions.file
-        if not instructions.is_file():
-            line = _line_of(node, ("instructions", "file"))
+    _check_files(agent, root, node, label)
+    warnings = list(adapted.warnings)
+    project_db = _global_db(
+        root / PROJECT_CONFIG, env, f"project: {PROJECT_CONFIG.as_posix()}", warnings
+    )
+    user_db = _global_db(
+        home_dir() / PROJECT_CONFIG, env, "user: ~/.holodeck/config.yaml", warnings
+    )
+    tools = [
+        _resolve_tool(t, root, agent, project_db, user_db)
+        for t in agent.tools_of(VectorStoreToolConfig)
+    ]
+    return Project(path, root, agent, tools, warnings, node)
+
+
+def _warn(lines: list[str]) -> None:
+    for line in lines:
+        log.warning("%s", line)
+
+
+def _check_files(agent: AgentConfig, root: Path, node: yaml.Node | None, label: str) -> None:
+    """Files agent.yaml names must exist: instructions, function tools' files, env files."""
+    named: list[tuple[str | None, Loc]] = []
+    if agent.instructions:
+        named.append((agent.instructions.file, ("instructions", "file")))
+    for i, tool in enumerate(agent.tools):
+        if isinstance(tool, FunctionToolConfig):
+            named.append((tool.file, ("tools", i, "file")))
+        elif isinstance(tool, McpToolConfig):
+            named.append((tool.env_file, ("tools", i, "env_file")))
+    for name, loc in named:
+        if name is not None and not (root / name).is_file():
             raise ConfigError(
-                f"{label}:{line}: instructions.file: {agent.instructions.file} not found "
+                f"{label}:{line_of(node, loc)}: {dotted(loc)}: {name} not found "
                 f"(path relative to {label})"
             )
-    project_db = _global_db(root / PROJECT_CONFIG, env, f"project: {PROJECT_CONFIG.as_posix()}")
-    user_db = _global_db(home_dir() / PROJECT_CONFIG, env, "user: ~/.holodeck/config.yaml")
-    tools = [_resolve_tool(t, root, agent, project_db, user_db) for t in agent.tools]
-    return Project(agent_path=path, root=root, agent=agent, tools=tools)
 
 
 def _resolve_tool(
@@ -165,7 +209,12 @@ def _resolve_tool(
 
 
 def default_embedding_model(agent: AgentConfig) -> str:
-    """The provider's default embedding model (contract): OpenAI's for OpenAI, else local."""
+    """The provider's default embedding model (contract): OpenAI's for OpenAI, else local.
+
+    An ``embedding_provider`` (the original's, for an LLM without embeddings) names its own.
+    """
+    if agent.embedding_provider is not None:
+        return agent.embedding_provider.name
     if agent.model and agent.model.provider in ("openai", "azure_openai"):
         return DEFAULT_OPENAI_MODEL
     return DEFAULT_LOCAL_MODEL
@@ -173,8 +222,11 @@ def default_embedding_model(agent: AgentConfig) -> str:
 
 def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: str) -> None:
     """Contract rule 4: an embedding model must be one the configured provider offers."""
-    provider = agent.model.provider if agent.model else None
+    embeds = agent.embedding_model_config
+    provider = embeds.provider if embeds else None
     for i, tool in enumerate(agent.tools):
+        if not isinstance(tool, VectorStoreToolConfig):
+            continue
         name = tool.embedding_model
         if name is None or name in LOCAL_MODEL_NAMES or _looks_like_path(name):
             continue
@@ -182,7 +234,7 @@ def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: s
             continue  # deployment names and pulled models are the user's own
         if provider == "openai" and name in OPENAI_EMBEDDING_MODELS:
             continue
-        line = _line_of(node, ("tools", i, "embedding_model"))
+        line = line_of(node, ("tools", i, "embedding_model"))
         offered = (
             [*OPENAI_EMBEDDING_MODELS, DEFAULT_LOCAL_MODEL]
             if provider == "openai"
@@ -201,8 +253,14 @@ def _looks_like_path(name: str) -> bool:
     )
 
 
-def _global_db(path: Path, env: dict[str, str], origin: str) -> tuple[DatabaseConfig, str] | None:
-    """The ``vectorstore:`` section of a global config file, if the file has one."""
+def _global_db(
+    path: Path, env: dict[str, str], origin: str, warnings: list[str]
+) -> tuple[DatabaseConfig, str] | None:
+    """The ``vectorstore:`` section of a global config file, if the file has one.
+
+    What the original HoloDeck keeps in that file and holodeck ignores is added to
+    ``warnings`` (and logged).
+    """
     if not path.is_file():
         return None
     label = _label(path)
@@ -211,7 +269,10 @@ def _global_db(path: Path, env: dict[str, str], origin: str) -> tuple[DatabaseCo
         return None
     if not isinstance(data, dict):
         raise ConfigError(f"{label}:1: the top level must be a mapping with 'vectorstore:'")
-    data = _substitute(data, env, node, label)
+    adapted = adapt_global(data, node, label)
+    _warn(adapted.warnings)
+    warnings += adapted.warnings
+    data = _substitute(adapted.data, env, node, label)
     config = _validate(GlobalConfig, data, node, label)
     return (config.vectorstore, origin) if config.vectorstore else None
 
@@ -241,9 +302,9 @@ def _substitute(data: Any, env: dict[str, str], node: yaml.Node | None, label: s
     try:
         values = substitute(data, env)
     except MissingVariable as exc:
-        line = _line_of(node, exc.path)
+        line = line_of(node, exc.path)
         raise ConfigError(
-            f"{label}:{line}: {_dotted(exc.path)}: environment variable {exc.name} is not set "
+            f"{label}:{line}: {dotted(exc.path)}: environment variable {exc.name} is not set "
             f"(export it, add it to .env next to the agent file, or write "
             f"${{{exc.name}:-default}})"
         ) from None
@@ -261,10 +322,15 @@ def _remember_secrets(data: Any) -> None:
         item = stack.pop()
         if isinstance(item, dict):
             for key, value in item.items():
-                if key in ("connection_string", "endpoint") and isinstance(value, str):
+                if key in ("connection_string", "endpoint", "url") and isinstance(value, str):
                     remember_connection_string(value)
                 elif key == "api_key" and isinstance(value, str):
                     remember_secret(value)
+                elif key in ("headers", "env") and isinstance(value, dict):
+                    # An MCP server's: every header, and variables named like a secret.
+                    for name, text in value.items():
+                        if key == "headers" or _SECRET_NAME.search(str(name)):
+                            remember_secret(str(text))
                 else:
                     stack.append(value)
         elif isinstance(item, list):
@@ -282,9 +348,9 @@ def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label:
         key = model.get("api_key")
         if key is None or (isinstance(key, str) and _ONE_VARIABLE.fullmatch(key)):
             continue
-        line = _line_of(node, (*loc, "api_key"))
+        line = line_of(node, (*loc, "api_key"))
         raise ConfigError(
-            f"{label}:{line}: {_dotted((*loc, 'api_key'))}: must be exactly one ${{VAR}} "
+            f"{label}:{line}: {dotted((*loc, 'api_key'))}: must be exactly one ${{VAR}} "
             "reference without a default (a literal key or a default would keep the key in "
             "the file); write api_key: ${OPENAI_API_KEY} (or another variable) and set it in "
             "the environment or .env"
@@ -292,11 +358,12 @@ def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label:
 
 
 def _model_sections(data: Any, loc: Loc = ()) -> list[tuple[Loc, dict[str, Any]]]:
-    """Every ``model:`` mapping of agent.yaml: the agent's and the evaluation judges'."""
+    """Every ``model:`` mapping of agent.yaml (the agent's, the evaluation judges'), and
+    ``embedding_provider:``."""
     found: list[tuple[Loc, dict[str, Any]]] = []
     if isinstance(data, dict):
         for key, value in data.items():
-            if key == "model" and isinstance(value, dict):
+            if key in ("model", "embedding_provider") and isinstance(value, dict):
                 found.append(((*loc, key), value))
             elif isinstance(value, dict | list):
                 found += _model_sections(value, (*loc, key))
@@ -355,19 +422,36 @@ def _as_written(data: Any, node: yaml.Node | None, loc: Loc) -> bool:
 def _describe_error(
     model: type[pydantic.BaseModel], err: Any, loc: Loc, node: yaml.Node | None, label: str
 ) -> str:
-    """One line for the first validation error: file, line, field path, what would be valid."""
-    in_file, _ = _walk(model, loc)
-    line = _line_of(node, in_file)
-    where = _dotted(in_file) or "(top level)"
+    """One line for the first validation error: file, line, field path, what would be valid.
+
+    ``loc`` is pydantic's, which names the ``type`` of a tool or metric between its index and
+    its keys (``tools.0.mcp.url``); the line and the path shown are the file's.
+    """
     kind = err["type"]
+    in_file, _ = _walk(model, loc)
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        in_file = (*in_file, "type")
+    line = line_of(node, in_file)
+    where = dotted(in_file) or "(top level)"
     if kind == "extra_forbidden":
         key = str(loc[-1])
         valid = _fields_at(model, loc[:-1])
         near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
         hint = f"did you mean {near[0]!r}? " if near else ""
+        theirs = difflib.get_close_matches(key, original_keys(in_file[:-1]), n=1, cutoff=0.8)
+        if not near and theirs:
+            hint = f"did you mean {theirs[0]!r} (a key of the original HoloDeck, ignored here)? "
         return f"{label}:{line}: {where}: unknown key; {hint}valid keys: {', '.join(valid)}"
     if kind == "missing":
         return f"{label}:{line}: {where}: is required"
+    if kind == "union_tag_not_found":
+        return f"{label}:{line}: {where}: is required ({err['ctx']['discriminator']} ...)"
+    if kind == "union_tag_invalid":
+        ctx = err["ctx"]
+        return redact_url(
+            f"{label}:{line}: {where}: {ctx['tag']!r} is not a type holodeck runs; "
+            f"valid: {ctx['expected_tags']}"
+        )
     msg = str(err["msg"]).removeprefix("Value error, ")
     got = err.get("input")
     shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
@@ -386,14 +470,15 @@ def _fields_at(model: type[pydantic.BaseModel], loc: Loc) -> list[str]:
 
 def _walk(model: type[pydantic.BaseModel], loc: Loc) -> tuple[Loc, Any]:
     """``loc`` without the tags pydantic adds after a discriminated union (``metrics[0]
-    .geval.name`` is ``metrics[0].name`` in the file), and the model it ends at."""
+    .geval.name`` is ``metrics[0].name`` in the file, ``tools[0].mcp.url`` is
+    ``tools[0].url``), and the model it ends at."""
     current: Any = model
     kept: list[str | int] = []
     for part in loc:
         if isinstance(part, int):
             kept.append(part)
             continue
-        members = [m for m in _models_in(current) if _tag_of(m) == part]
+        members = [m for m in _models_in(current) if part in _tags_of(m)]
         if len(_models_in(current)) > 1 and members:
             current = members[0]  # a union's tag: not a key of the file
             continue
@@ -427,39 +512,14 @@ def _models_in(annotation: Any) -> list[type[pydantic.BaseModel]]:
     return found
 
 
-def _tag_of(model: type[pydantic.BaseModel]) -> Any:
-    """The ``type`` a member of a discriminated union is chosen by."""
+def _tags_of(model: type[pydantic.BaseModel]) -> tuple[Any, ...]:
+    """The ``type`` values a member of a discriminated union is chosen by: its default, or
+    the values of its ``Literal`` (a tool's ``type`` has no default)."""
     info = model.model_fields.get("type")
-    return info.default if info is not None else None
-
-
-def _line_of(node: yaml.Node | None, loc: Loc) -> int:
-    """1-based line of the deepest node along ``loc`` (the key itself for a missing value)."""
-    line = node.start_mark.line + 1 if node is not None else 1
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if key.value == part:
-                    line = key.start_mark.line + 1
-                    node = value
-                    break
-            else:
-                return line
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(node.value):
-                return line
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def _dotted(loc: Loc) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+    if info is None:
+        return ()
+    literal = typing.get_args(info.annotation)
+    return literal or (info.default,)
 
 
 def _label(path: Path) -> str:

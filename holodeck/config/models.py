@@ -7,10 +7,19 @@ contract leaves open (chunking, test cases, the LLM) is added with plain names.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from holodeck.config.base import StrictModel, require_unique_names
+from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig, ToolName
 from holodeck.ingest.discover import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
 
 if TYPE_CHECKING:
@@ -23,24 +32,8 @@ OPENAI_EMBEDDING_MODELS = (
     "text-embedding-ada-002",
 )
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 #: An index name prefixes every Redis key of the index, so it stays a plain word.
 _INDEX_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-def require_unique_names(kind: str, names: list[str]) -> None:
-    """Raise ValueError naming the first name that appears twice."""
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise ValueError(f"{kind} names must be unique: {name!r} appears twice")
-        seen.add(name)
-
-
-class StrictModel(BaseModel):
-    """Refuses unknown keys, so a typo is an error, not a silently ignored setting."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 class DatabaseConfig(StrictModel):
@@ -99,7 +92,7 @@ class VectorStoreToolConfig(StrictModel):
     """A knowledge base: a folder (or file) of documents the agent can search."""
 
     type: Literal["vectorstore"]
-    name: str = Field(description="Tool identifier: letters, digits and underscores.")
+    name: ToolName = Field(description="Tool identifier: letters, digits and underscores.")
     description: str | None = None
     source: str = Field(min_length=1, description="File or folder, relative to agent.yaml.")
     embedding_model: str | None = Field(
@@ -131,13 +124,6 @@ class VectorStoreToolConfig(StrictModel):
         "alone; keyword: BM25 alone.",
     )
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not _NAME_RE.match(value):
-            raise ValueError("must be non-empty and use only letters, digits and underscores")
-        return value
-
     @model_validator(mode="after")
     def _overlap_below_size(self) -> VectorStoreToolConfig:
         if self.chunk_overlap >= self.chunk_size:
@@ -151,7 +137,7 @@ class VectorStoreToolConfig(StrictModel):
 class ModelConfig(StrictModel):
     """The LLM behind chat and test; without it they run in retrieval-only mode."""
 
-    provider: Literal["openai", "azure_openai", "ollama"]
+    provider: Literal["openai", "azure_openai", "ollama", "anthropic"]
     name: str = Field(min_length=1, description="Model (or Azure deployment) name.")
     endpoint: str | None = None
     api_key: str | None = Field(
@@ -160,11 +146,40 @@ class ModelConfig(StrictModel):
     api_version: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, ge=1)
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @field_validator("temperature")
+    @classmethod
+    def _anthropic_temperature(cls, value: float | None, info: ValidationInfo) -> float | None:
+        """Anthropic's API takes 0-1: refused here, not left to fail (or be clipped) there."""
+        if info.data.get("provider") == "anthropic" and value is not None and value > 1:
+            raise ValueError("above 1, the most provider anthropic takes")
+        return value
 
 
-class Instructions(StrictModel):
-    """The system prompt: exactly one of ``inline`` or ``file`` (relative to agent.yaml)."""
+class ShortForm(StrictModel):
+    """A model that may also be written as a plain string: the value of ``_short_key``."""
 
+    _short_key: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_string(cls, value: Any) -> Any:
+        return {cls._short_key: value} if isinstance(value, str) else value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        """Editors must accept the plain-string form too."""
+        return {"anyOf": [{"type": "string"}, handler(core_schema)]}
+
+
+class Instructions(ShortForm):
+    """The system prompt: exactly one of ``inline`` or ``file`` (relative to agent.yaml).
+
+    A plain string (the original HoloDeck's short form) is ``inline``.
+    """
+
+    _short_key = "inline"
     inline: str | None = None
     file: str | None = None
 
@@ -189,25 +204,34 @@ class RegexTimeout(RuntimeError):
 
 
 class ArgMatch(StrictModel):
-    """How one argument of a tool call is checked: a substring, or a regular expression.
+    """How one argument of a tool call is checked.
 
-    Written as a plain string (``query: retry``, a case-insensitive substring) or as
+    Written as a plain string (``query: retry``, a case-insensitive substring), as
     ``{regex: "..."}`` (a search with Python's ``re`` syntax, run by the ``regex`` library
-    under a time limit; add ``(?i)`` to ignore case).
+    under a time limit; add ``(?i)`` to ignore case), as ``{fuzzy: "206588"}`` (equal once
+    case, spaces and thousands separators are ignored, numbers compared as numbers), or as
+    any other value (``a: 206588``, ``flags: [x]``): equal to it, an integer and the same
+    float being equal (the original HoloDeck's literal).
     """
 
     contains: str | None = Field(default=None, min_length=1)
     regex: str | None = Field(default=None, min_length=1)
+    fuzzy: str | None = Field(default=None, min_length=1)
+    equals: Any = None
 
     @model_validator(mode="before")
     @classmethod
-    def _plain_string(cls, value: Any) -> Any:
-        return {"contains": value} if isinstance(value, str) else value
+    def _plain_value(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"contains": value}
+        if isinstance(value, dict) and value and set(value) <= set(cls.model_fields):
+            return value
+        return {"equals": value}
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
-        """Editors must accept the plain-substring form too."""
-        return {"anyOf": [{"type": "string"}, handler(core_schema)]}
+        """Editors must accept the plain forms too."""
+        return {"anyOf": [{"type": ["string", "number", "boolean", "array"]}, handler(core_schema)]}
 
     @field_validator("regex")
     @classmethod
@@ -223,12 +247,17 @@ class ArgMatch(StrictModel):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ArgMatch:
-        if (self.contains is None) == (self.regex is None):
-            raise ValueError("give a substring, or exactly one of 'contains' or 'regex'")
+        given = [k for k in ("contains", "regex", "fuzzy", "equals") if k in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError("give a value, or exactly one of 'contains', 'regex' or 'fuzzy'")
         return self
 
     def matches(self, value: Any) -> bool:
-        """Whether an argument's value passes this check (non-strings never do)."""
+        """Whether an argument's value passes this check."""
+        if "equals" in self.model_fields_set:
+            return _same_value(self.equals, value)
+        if self.fuzzy is not None:
+            return _fuzzy_key(self.fuzzy) == _fuzzy_key(value)
         if not isinstance(value, str):
             return False
         if self.regex is not None:
@@ -247,39 +276,57 @@ class ArgMatch(StrictModel):
 
     def describe(self) -> str:
         """How the check reads in a failure reason."""
+        if "equals" in self.model_fields_set:
+            return f"equal to {self.equals!r}"
+        if self.fuzzy is not None:
+            return f"like {self.fuzzy!r}"
         if self.regex is not None:
             return f"matching /{self.regex}/"
         return f"containing {self.contains!r}"
 
 
-class ExpectedTool(StrictModel):
-    """A tool that must be called: a plain name, or ``{name, args}`` to check the arguments.
+def _same_value(expected: Any, got: Any) -> bool:
+    """Equality where 3 == 3.0 but never True == 1 (the YAML and the JSON may differ)."""
+    if isinstance(expected, bool) or isinstance(got, bool):
+        return type(expected) is type(got) and expected == got
+    if isinstance(expected, list) and isinstance(got, list):
+        return len(expected) == len(got) and all(map(_same_value, expected, got))
+    if isinstance(expected, dict) and isinstance(got, dict):
+        return expected.keys() == got.keys() and all(
+            _same_value(expected[k], got[k]) for k in expected
+        )
+    return bool(expected == got)
 
-    ``args`` maps an argument (vectorstore tools take ``query``) to an ``ArgMatch``; one call
-    of the tool must pass every check.
+
+_SEPARATORS = re.compile(r"[\s,_\u00a0\u202f]")
+
+
+def _fuzzy_key(value: Any) -> str | float:
+    """What a fuzzy match compares: a number when the text is one, else the folded text."""
+    text = _SEPARATORS.sub("", str(value).casefold())
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+class ExpectedTool(ShortForm):
+    """A tool that must be called: a plain name, or ``{name, args, count}``.
+
+    ``args`` maps an argument (vectorstore tools take ``query``) to an ``ArgMatch``; ``count``
+    calls (default 1) must pass every check. The name is a tool's ``name:``, or for an MCP
+    server's tool its function name ``<server>__<tool>`` or the server's own ``<tool>`` name.
     """
 
+    _short_key = "name"
     name: str = Field(min_length=1)
     args: dict[str, ArgMatch] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _plain_name(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
-        """Editors must accept the plain-name form too."""
-        return {"anyOf": [{"type": "string"}, handler(core_schema)]}
+    count: int = Field(default=1, ge=1, description="Calls that must match (at least).")
 
 
-class TestCase(StrictModel):
-    """One check of the agent: an input and what must be retrieved or answered."""
+class Checks(StrictModel):
+    """What one message of a test case must produce (a case's, or one turn's)."""
 
-    __test__ = False  # not a pytest class
-
-    name: str = Field(min_length=1)
-    input: str = Field(min_length=1)
     ground_truth: str | None = Field(
         default=None, min_length=1, description="The expected answer, compared by similarity."
     )
@@ -303,15 +350,13 @@ class TestCase(StrictModel):
     )
 
     @property
-    def checks_something(self) -> bool:
-        """Whether the case has a check of its own (agent-level evaluations may judge it)."""
-        return bool(
-            self.ground_truth
-            or self.expected_tools
-            or self.expected_sources
-            or self.expected_content
-            or self.evaluations
-        )
+    def has_checks(self) -> bool:
+        """Whether anything is checked (without, an LLM turn passes when the agent answers).
+
+        ``evaluations`` count; the agent-level ``evaluations:`` are the caller's to add.
+        """
+        checks = (self.ground_truth, self.expected_tools, self.expected_sources)
+        return any(checks) or bool(self.expected_content or self.evaluations)
 
     @field_validator("evaluations")
     @classmethod
@@ -319,6 +364,130 @@ class TestCase(StrictModel):
         from holodeck.config.evaluations import unique_metrics
 
         return unique_metrics(metrics) if metrics else metrics
+
+
+class Turn(Checks):
+    """One message of a multi-turn test case and what its answer must show."""
+
+    input: str = Field(min_length=1)
+
+
+#: Characters of an input a derived case name keeps.
+DERIVED_NAME_CHARS = 60
+#: What a multi-turn case may hold besides its turns (the rest belongs to the turns).
+_CASE_LEVEL_WITH_TURNS = ("evaluations", "ground_truth_threshold")
+
+
+class TestCase(Checks):
+    """One check of the agent: an input (or a conversation of turns) and what must come of it.
+
+    ``name`` may be left out (as in the original HoloDeck): it is then derived from the input.
+    A multi-turn case's ``evaluations`` apply to each turn (a turn's own win, by kind).
+    """
+
+    __test__ = False  # not a pytest class
+
+    name: str = Field(
+        default="", min_length=1, description="Unique; default: the start of the input."
+    )
+    input: str | None = Field(default=None, min_length=1, description="One message.")
+    turns: list[Turn] | None = Field(
+        default=None,
+        min_length=1,
+        description="A conversation, carried across turns; each turn is checked.",
+    )
+    _derived_name: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="after")
+    def _input_or_turns(self) -> TestCase:
+        if self.turns is None:
+            if self.input is None:
+                raise ValueError("a test case needs input: (a message) or turns: (a conversation)")
+        elif self.input is not None:
+            raise ValueError("give input: or turns:, not both (each turn has its own input:)")
+        else:
+            misplaced = [
+                key
+                for key in Checks.model_fields
+                if key not in _CASE_LEVEL_WITH_TURNS and getattr(self, key)
+            ]
+            if misplaced:
+                raise ValueError(f"with turns:, put {', '.join(misplaced)} in the turns they check")
+        if not self.name:
+            self.name = derived_name(self.first_input)
+            self._derived_name = True
+        return self
+
+    @property
+    def first_input(self) -> str:
+        """The input of the case, or of its first turn."""
+        if self.turns:
+            return self.turns[0].input
+        assert self.input is not None
+        return self.input
+
+    @property
+    def named(self) -> bool:
+        """Whether agent.yaml gave the name (a derived one may be made unique)."""
+        return not self._derived_name
+
+    @property
+    def steps(self) -> list[Turn]:
+        """The messages to send, each with its checks: the turns, or the case as one turn.
+
+        A turn's evaluations are the case's, with the turn's own added or replacing one of
+        the same kind; a turn without a ground_truth_threshold takes the case's.
+        """
+        if self.turns is None:
+            checks = {k: getattr(self, k) for k in Checks.model_fields}
+            return [Turn.model_construct(input=self.first_input, **checks)]
+        steps = []
+        for turn in self.turns:
+            merged = {m.key: m for m in self.evaluations or []}
+            merged.update({m.key: m for m in turn.evaluations or []})
+            threshold = turn.ground_truth_threshold
+            if threshold is None:
+                threshold = self.ground_truth_threshold
+            steps.append(
+                turn.model_copy(
+                    update={
+                        "evaluations": list(merged.values()) or None,
+                        "ground_truth_threshold": threshold,
+                    }
+                )
+            )
+        return steps
+
+
+def derived_name(text: str) -> str:
+    """A case name from its input: the first words, on one line."""
+    flat = " ".join(text.split())
+    if len(flat) <= DERIVED_NAME_CHARS:
+        return flat
+    cut = flat[: DERIVED_NAME_CHARS - 1].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def unique_case_names(cases: list[TestCase]) -> None:
+    """Refuse two cases given the same name; number derived names that collide (``x (2)``)."""
+    require_unique_names("test case", [c.name for c in cases if c.named])
+    taken = {c.name for c in cases if c.named}
+    for case in cases:
+        if case.named:
+            continue
+        name, n = case.name, 1
+        while name in taken:
+            n += 1
+            name = f"{case.name} ({n})"
+        case.name = name
+        taken.add(name)
+
+
+#: A tool in agent.yaml, told apart by its ``type``.
+AgentTool = Annotated[
+    VectorStoreToolConfig | FunctionToolConfig | McpToolConfig, Field(discriminator="type")
+]
+AnyToolConfig = TypeVar("AnyToolConfig", VectorStoreToolConfig, FunctionToolConfig, McpToolConfig)
 
 
 class AgentConfig(StrictModel):
@@ -333,9 +502,17 @@ class AgentConfig(StrictModel):
             "Defaults to name. Set explicitly, it takes over a library another project fills."
         ),
     )
+    author: str | None = None
     model: ModelConfig | None = None
+    embedding_provider: ModelConfig | None = Field(
+        default=None,
+        description=(
+            "Where remote embedding models are reached (openai, azure_openai, ollama) when it "
+            "is not model: (e.g. an anthropic model); its name is the tools' default model."
+        ),
+    )
     instructions: Instructions | None = None
-    tools: list[VectorStoreToolConfig] = Field(default_factory=list)
+    tools: list[AgentTool] = Field(default_factory=list)
     test_cases: list[TestCase] | None = None
     test_cases_file: str | None = Field(
         default=None, description="YAML file of more test cases, relative to agent.yaml."
@@ -352,15 +529,33 @@ class AgentConfig(StrictModel):
 
     @field_validator("tools")
     @classmethod
-    def _unique_tool_names(cls, tools: list[VectorStoreToolConfig]) -> list[VectorStoreToolConfig]:
+    def _unique_tool_names(cls, tools: list[AgentTool]) -> list[AgentTool]:
         require_unique_names("tool", [t.name for t in tools])
         return tools
 
     @field_validator("test_cases")
     @classmethod
     def _unique_case_names(cls, cases: list[TestCase] | None) -> list[TestCase] | None:
-        require_unique_names("test case", [c.name for c in cases or []])
+        unique_case_names(cases or [])
         return cases
+
+    @field_validator("embedding_provider")
+    @classmethod
+    def _embeds(cls, value: ModelConfig | None) -> ModelConfig | None:
+        if value is not None and value.provider == "anthropic":
+            raise ValueError(
+                "provider anthropic offers no embeddings; use openai, azure_openai or ollama"
+            )
+        return value
+
+    def tools_of(self, kind: type[AnyToolConfig]) -> list[AnyToolConfig]:
+        """The tools of one type (``VectorStoreToolConfig``, ``FunctionToolConfig``...)."""
+        return [t for t in self.tools if isinstance(t, kind)]
+
+    @property
+    def embedding_model_config(self) -> ModelConfig | None:
+        """The provider remote embeddings go to: ``embedding_provider``, else ``model``."""
+        return self.embedding_provider or self.model
 
     @property
     def tenant_id(self) -> str:

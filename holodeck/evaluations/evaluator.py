@@ -26,7 +26,7 @@ from holodeck.agent.loop import ToolCallRecord
 from holodeck.config.envsubst import environment_for
 from holodeck.config.evaluations import GEvalMetric, RagMetric, StandardMetric
 from holodeck.config.loader import Project
-from holodeck.config.models import ModelConfig, TestCase
+from holodeck.config.models import ModelConfig, TestCase, Turn
 from holodeck.evaluations.cache import JudgeCache
 from holodeck.evaluations.geval import StepsStore, score_geval
 from holodeck.evaluations.judge import Judge, JudgeError, Usage
@@ -66,8 +66,9 @@ class MetricResult:
         return f"{self.name} {self.score:.2f} {sign} {self.threshold:.2f}: {self.reason}"
 
 
-def case_metrics(project: Project, case: TestCase) -> list[AnyMetric]:
-    """The metrics a case is held to: the agent's, with the case's added or overriding."""
+def case_metrics(project: Project, case: Turn) -> list[AnyMetric]:
+    """The metrics a case (one of its ``steps``: the case, or one turn) is held to: the
+    agent's, with the case's (and turn's) added or overriding."""
     merged: dict[str, AnyMetric] = {}
     evaluations = project.agent.evaluations
     for metric in evaluations.metrics if evaluations else []:
@@ -83,7 +84,7 @@ def judge_model(project: Project, metric: AnyMetric) -> ModelConfig | None:
     return metric.model or (evaluations.model if evaluations else None) or project.agent.model
 
 
-def missing_input(metric: AnyMetric, case: TestCase) -> str | None:
+def missing_input(metric: AnyMetric, case: Turn) -> str | None:
     """Why this case cannot be scored by the metric (None: it can)."""
     if case.ground_truth:
         return None
@@ -153,9 +154,10 @@ class Evaluator:
     def prepare(self, cases: Sequence[TestCase]) -> None:
         """Resolve every judge the cases need now: a missing key is an error before any work."""
         for case in cases:
-            for metric in case_metrics(self.project, case):
-                if metric.uses_judge:
-                    self.judge_for(metric)
+            for step in case.steps:
+                for metric in case_metrics(self.project, step):
+                    if metric.uses_judge:
+                        self.judge_for(metric)
 
     @property
     def judges(self) -> list[str]:
@@ -169,17 +171,20 @@ class Evaluator:
         self.cache.close()
 
     async def evaluate(
-        self, case: TestCase, answer: str | None, calls: Sequence[ToolCallRecord]
+        self, case: Turn, answer: str | None, calls: Sequence[ToolCallRecord], name: str = ""
     ) -> list[MetricResult]:
-        """Every metric of the case, concurrently; results in the metrics' order."""
+        """Every metric of one of a case's ``steps`` (the case, or one turn of it, which
+        ``name`` names in warnings), concurrently; results in the metrics' order."""
         metrics = case_metrics(self.project, case)
         if not metrics:
             return []
         passages = list(case.retrieval_context or retrieved_passages(calls))
-        return list(await asyncio.gather(*(self._one(m, case, answer, passages) for m in metrics)))
+        return list(
+            await asyncio.gather(*(self._one(m, case, answer, passages, name) for m in metrics))
+        )
 
     async def _one(
-        self, metric: AnyMetric, case: TestCase, answer: str | None, passages: list[str]
+        self, metric: AnyMetric, case: Turn, answer: str | None, passages: list[str], name: str
     ) -> MetricResult:
         threshold = metric.effective_threshold()
         judge = self.judge_for(metric) if metric.uses_judge else None
@@ -205,7 +210,7 @@ class Evaluator:
             if not metric.fail_on_error:
                 log.warning(
                     "Test case %s: metric %s could not be computed (fail_on_error: false): %s",
-                    case.name,
+                    name,
                     metric.label,
                     result.reason,
                 )
@@ -220,7 +225,7 @@ class Evaluator:
         self,
         metric: AnyMetric,
         judge: Judge | None,
-        case: TestCase,
+        case: Turn,
         answer: str | None,
         passages: list[str],
     ) -> Scored:

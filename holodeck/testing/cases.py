@@ -8,6 +8,7 @@ Cases are checked against the project's tools here, before anything is ingested 
 from __future__ import annotations
 
 import fnmatch
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,20 +16,22 @@ from typing import Any
 import yaml
 from pydantic import field_validator
 
+from holodeck.config.compat import adapt_case_file
 from holodeck.config.envsubst import environment_for
-from holodeck.config.loader import (
-    Loc,
-    Project,
-    _dotted,
-    _label,
-    _line_of,
-    _read_yaml,
-    _substitute,
-    _validate,
+from holodeck.config.loader import Project, _label, _read_yaml, _substitute, _validate
+from holodeck.config.models import (
+    StrictModel,
+    TestCase,
+    Turn,
+    require_unique_names,
+    unique_case_names,
 )
-from holodeck.config.models import StrictModel, TestCase, require_unique_names
+from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
+from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
 from holodeck.evaluations.evaluator import metric_problem
+
+log = logging.getLogger("holodeck.config")
 
 #: Arguments a vectorstore tool takes (the contract's function definition).
 TOOL_ARGUMENTS = ("query",)
@@ -44,7 +47,7 @@ class TestCaseFile(StrictModel):
     @field_validator("test_cases")
     @classmethod
     def _unique(cls, cases: list[TestCase]) -> list[TestCase]:
-        require_unique_names("test case", [c.name for c in cases])
+        require_unique_names("test case", [c.name for c in cases if c.named])
         return cases
 
 
@@ -57,10 +60,14 @@ class _Origin:
     loc: Loc
 
     def line(self, *more: str | int) -> int:
-        return _line_of(self.node, (*self.loc, *more))
+        return line_of(self.node, (*self.loc, *more))
 
     def where(self, *more: str | int) -> str:
-        return _dotted((*self.loc, *more))
+        return dotted((*self.loc, *more))
+
+    def turn(self, index: int) -> _Origin:
+        """The origin of one turn of a multi-turn case."""
+        return _Origin(self.label, self.node, (*self.loc, "turns", index))
 
 
 def load_cases(project: Project) -> list[TestCase]:
@@ -75,7 +82,7 @@ def load_cases(project: Project) -> list[TestCase]:
     if file_name:
         path = project.root / file_name
         if not path.is_file():
-            line = _line_of(agent_node, ("test_cases_file",))
+            line = line_of(agent_node, ("test_cases_file",))
             what = (
                 "is a folder, not a file; name the YAML file of test cases in it"
                 if path.is_dir()
@@ -88,29 +95,30 @@ def load_cases(project: Project) -> list[TestCase]:
     if not found:
         raise ConfigError(
             f"{label}: no test cases; add test_cases: (or test_cases_file:) to {label}, "
-            "each with a name: and an input:"
+            "each with an input: (or turns:)"
         )
     seen: set[str] = set()
     for case, origin in found:
-        if case.name in seen:
+        if case.named and case.name in seen:
             raise ConfigError(
                 f"{origin.label}:{origin.line('name')}: {origin.where('name')}: test case names "
                 f"must be unique: {case.name!r} appears twice"
             )
-        seen.add(case.name)
-        if not case.checks_something and project.agent.evaluations is None:
-            raise ConfigError(
-                f"{origin.label}:{origin.line()}: {origin.where()}: a test case needs at least "
-                "one of ground_truth, expected_tools, expected_sources, expected_content, "
-                "evaluations (or evaluations: in agent.yaml)"
-            )
-        _check_tools(case, origin, project)
+        if case.named:
+            seen.add(case.name)
+        for j, step in enumerate(case.steps):
+            where = origin if case.turns is None else origin.turn(j)
+            _check_step(case, step, where, project)
         _check_metrics(case.evaluations or [], origin, ("evaluations",), project)
+        for j, turn in enumerate(case.turns or []):
+            _check_metrics(turn.evaluations or [], origin.turn(j), ("evaluations",), project)
     evaluations = project.agent.evaluations
     if evaluations is not None:
         agent_origin = _Origin(label, agent_node, ("evaluations", "metrics"))
         _check_metrics(evaluations.metrics, agent_origin, (), project)
-    return [case for case, _ in found]
+    cases = [case for case, _ in found]
+    unique_case_names(cases)  # derived names of the file's cases too
+    return cases
 
 
 def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
@@ -129,37 +137,59 @@ def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
         raise ConfigError(
             f"{label}:1: the top level must be a list of test cases (or 'test_cases:' with one)"
         )
-    data = _substitute(data, environment_for(root), node, label)
+    adapted = adapt_case_file(data, node, label)
+    for line in adapted.warnings:
+        log.warning("%s", line)
+    data = _substitute(adapted.data, environment_for(root), node, label)
     parsed: TestCaseFile = _validate(TestCaseFile, data, node, label)
     return [
         (case, _Origin(label, node, ("test_cases", i))) for i, case in enumerate(parsed.test_cases)
     ]
 
 
-def _check_tools(case: TestCase, origin: _Origin, project: Project) -> None:
-    """Every expected tool must exist and be checked only on arguments it takes."""
+def _check_step(case: TestCase, step: Turn, origin: _Origin, project: Project) -> None:
+    """Every expected tool must exist and be checked only on arguments it takes.
+
+    Without a model only knowledge bases are searched, so a step must check something they
+    return; with one, a step without checks passes when the agent answers. An MCP server's
+    tools are known once it runs, so names that may be theirs are checked then.
+    """
     names = [tool.name for tool in project.tools]
-    if case.ground_truth and not names:
+    llm = project.agent.model is not None
+    if not llm and not step.has_checks and project.agent.evaluations is None:
         raise ConfigError(
-            f"{origin.label}:{origin.line('ground_truth')}: {origin.where('ground_truth')}: "
-            f"case {case.name!r}: a ground_truth is compared with a vectorstore tool's "
-            "embedder; add a tool to tools:"
+            f"{origin.label}:{origin.line()}: {origin.where()}: case {case.name!r} checks "
+            "nothing: without a model: it needs at least one of ground_truth, "
+            "expected_tools, expected_sources, expected_content, evaluations (or "
+            "evaluations: in agent.yaml)"
         )
-    for j, expected in enumerate(case.expected_tools or []):
-        if expected.name not in names:
-            valid = ", ".join(names) or "none"
-            raise ConfigError(
-                f"{origin.label}:{origin.line('expected_tools', j)}: "
-                f"{origin.where('expected_tools', j)}: case {case.name!r}: no tool named "
-                f"{expected.name!r} (tools: {valid})"
+    functions = {t.name: t for t in project.agent.tools_of(FunctionToolConfig)}
+    servers = [t.name for t in project.agent.tools_of(McpToolConfig)]
+    callable_names = [*names, *functions, *servers] if llm else names
+    for j, expected in enumerate(step.expected_tools or []):
+        where = f"{origin.label}:{origin.line('expected_tools', j)}: "
+        where += f"{origin.where('expected_tools', j)}: case {case.name!r}"
+        if expected.name not in callable_names and not (llm and servers):
+            valid = ", ".join(callable_names) or "none"
+            more = (
+                " (without a model: only vectorstore tools are searched)"
+                if expected.name in (*functions, *servers)
+                else ""
             )
+            raise ConfigError(f"{where}: no tool named {expected.name!r} (tools: {valid}){more}")
+        if expected.name in names:
+            allowed: tuple[str, ...] | None = TOOL_ARGUMENTS
+        elif expected.name in functions and functions[expected.name].parameters is not None:
+            allowed = tuple(functions[expected.name].parameters or {})
+        else:
+            allowed = None  # known when the function is imported or the server lists it
         for arg in expected.args or {}:
-            if arg not in TOOL_ARGUMENTS:
+            if allowed is not None and arg not in allowed:
                 raise ConfigError(
                     f"{origin.label}:{origin.line('expected_tools', j, 'args', arg)}: "
                     f"{origin.where('expected_tools', j, 'args', arg)}: case {case.name!r}: "
                     f"{expected.name} takes no argument {arg!r} "
-                    f"(arguments: {', '.join(TOOL_ARGUMENTS)})"
+                    f"(arguments: {', '.join(allowed) or 'none'})"
                 )
 
 

@@ -45,21 +45,32 @@ class Check:
 
 
 def check_tools(expected: Sequence[ExpectedTool], calls: Sequence[ToolCallRecord]) -> Check:
-    """Every expected tool was called, with arguments that pass its ``args`` checks."""
+    """Every expected tool was called (``count`` times at least), with arguments that pass
+    its ``args`` checks. An MCP server's tool answers to ``<server>__<tool>``, to the
+    server's name and to the tool's own name."""
     problems: list[str] = []
     for want in expected:
-        made = [c for c in calls if c.tool == want.name]
+        made = [c for c in calls if want.name == c.tool or want.name in c.aliases]
         if not made:
             problems.append(f"{want.name} was not called")
             continue
-        if not want.args:
-            continue
-        if not any(
-            all(match.matches(call.arguments.get(arg)) for arg, match in want.args.items())
+        passing = [
+            call
             for call in made
-        ):
-            wanted = " and ".join(f"{arg} {m.describe()}" for arg, m in want.args.items())
+            if all(
+                match.matches(call.arguments.get(arg)) for arg, match in (want.args or {}).items()
+            )
+        ]
+        if len(passing) >= want.count:
+            continue
+        if not want.args:
+            problems.append(f"{want.name} was called {len(passing)} times, not {want.count}")
+            continue
+        wanted = " and ".join(f"{arg} {m.describe()}" for arg, m in want.args.items())
+        if want.count == 1:
             problems.append(f"no {want.name} call with {wanted}")
+        else:
+            problems.append(f"{len(passing)} {want.name} calls with {wanted}, not {want.count}")
     if problems:
         return Check("expected_tools", False, "; ".join(problems) + f" ({describe_calls(calls)})")
     return Check("expected_tools", True, describe_calls(calls))
@@ -69,8 +80,16 @@ def describe_calls(calls: Sequence[ToolCallRecord]) -> str:
     """``calls: kb(query='...'), ...`` or ``no tool was called``."""
     if not calls:
         return "no tool was called"
-    shown = ", ".join(f"{c.tool}(query={_short(c.query or '')!r})" for c in calls)
+    shown = ", ".join(_call(c) for c in calls)
     return f"calls: {shown}"
+
+
+def _call(call: ToolCallRecord) -> str:
+    """``kb(query='...')`` for a search, ``subtract(a=5120, b=4800)`` for any other call."""
+    if call.kind == "search":
+        return f"{call.tool}(query={_short(call.query or '')!r})"
+    arguments = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+    return f"{call.tool}({_short(arguments)})"
 
 
 def normalize_source(path: str) -> str:

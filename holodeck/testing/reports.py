@@ -16,8 +16,11 @@ from typing import Any, Literal
 
 from holodeck import __version__
 from holodeck.agent.loop import ToolCallRecord
+from holodeck.config.models import ExpectedTool, Turn
 from holodeck.errors import ConfigError
-from holodeck.testing.runner import CaseResult, SuiteResult
+from holodeck.evaluations.evaluator import MetricResult
+from holodeck.testing.checks import Check
+from holodeck.testing.runner import CaseResult, SuiteResult, TurnResult
 
 ReportFormat = Literal["json", "markdown"]
 FORMATS: dict[str, ReportFormat] = {"json": "json", "markdown": "markdown", "md": "markdown"}
@@ -99,57 +102,107 @@ def _baseline_dict(suite: SuiteResult) -> dict[str, Any] | None:
 
 
 def case_dict(result: CaseResult) -> dict[str, Any]:
-    """One case: what it asked, what happened, how it was judged."""
+    """One case: what it asked, what happened, how it was judged.
+
+    A multi-turn case adds ``turns`` (each turn the same way); its top-level fields roll the
+    turns up: the inputs joined by ``---`` lines, the last answer, every check and call.
+    """
     case = result.case
-    return {
+    steps = case.steps
+    out = {
         "name": case.name,
         "status": result.status,
         "reason": result.reason or None,
         "error_type": result.error_type,
-        "input": case.input,
+        "input": "\n---\n".join(step.input for step in steps),
         "ground_truth": case.ground_truth,
         "ground_truth_threshold": case.ground_truth_threshold,
-        "expected_tools": [t.model_dump(exclude_none=True) for t in case.expected_tools or []]
-        or None,
+        "expected_tools": _expected_tools(case.expected_tools),
         "expected_sources": case.expected_sources,
         "expected_content": case.expected_content,
         "answer": result.answer,
         "source_ranks": result.source_ranks or None,
         "ground_truth_score": _round(result.ground_truth_score),
         "checks": [
-            {
-                "check": c.kind,
-                "passed": c.passed,
-                "detail": c.detail,
-                "score": _round(c.score),
-                "threshold": c.threshold,
-            }
-            for c in result.checks
+            {**({"turn": t.index} if result.multi_turn else {}), **check_dict(c)}
+            for t in result.turns
+            for c in t.checks
         ],
         "metrics": [
-            {
-                "name": m.name,
-                "type": m.type,
-                "status": m.status,
-                "score": _round(m.score),
-                "threshold": m.threshold,
-                "passed": m.status == "passed",
-                "reason": m.reason or None,
-                "judge": m.judge,
-            }
-            for m in result.metrics
+            {**({"turn": t.index} if result.multi_turn else {}), **metric_dict(m)}
+            for t in result.turns
+            for m in t.metrics
         ],
         "tool_calls": [call_dict(c) for c in result.tool_calls],
         "rounds": result.rounds,
         "latency_seconds": round(result.latency, 4),
         "seconds": round(result.seconds, 4),
+        "turns": None,
+    }
+    if result.multi_turn:
+        out["turns"] = [turn_dict(t, step) for t, step in zip(result.turns, steps, strict=True)]
+    return out
+
+
+def turn_dict(turn: TurnResult, step: Turn) -> dict[str, Any]:
+    """One turn of a multi-turn case."""
+    return {
+        "turn": turn.index,
+        "status": turn.status,
+        "reason": turn.reason or None,
+        "error_type": turn.error_type,
+        "input": turn.input,
+        "ground_truth": step.ground_truth,
+        "ground_truth_threshold": step.ground_truth_threshold,
+        "expected_tools": _expected_tools(step.expected_tools),
+        "expected_sources": step.expected_sources,
+        "expected_content": step.expected_content,
+        "answer": turn.answer,
+        "source_ranks": turn.source_ranks or None,
+        "checks": [check_dict(c) for c in turn.checks],
+        "metrics": [metric_dict(m) for m in turn.metrics],
+        "tool_calls": [call_dict(c) for c in turn.tool_calls],
+        "rounds": turn.rounds,
+        "latency_seconds": round(turn.latency, 4),
     }
 
 
+def metric_dict(m: MetricResult) -> dict[str, Any]:
+    """One evaluation metric's outcome."""
+    return {
+        "name": m.name,
+        "type": m.type,
+        "status": m.status,
+        "score": _round(m.score),
+        "threshold": m.threshold,
+        "passed": m.status == "passed",
+        "reason": m.reason or None,
+        "judge": m.judge,
+    }
+
+
+def check_dict(check: Check) -> dict[str, Any]:
+    """One check's outcome."""
+    return {
+        "check": check.kind,
+        "passed": check.passed,
+        "detail": check.detail,
+        "score": _round(check.score),
+        "threshold": check.threshold,
+    }
+
+
+def _expected_tools(expected: list[ExpectedTool] | None) -> list[dict[str, Any]] | None:
+    dumped = [t.model_dump(exclude_none=True, exclude_defaults=True) for t in expected or []]
+    return dumped or None
+
+
 def call_dict(call: ToolCallRecord) -> dict[str, Any]:
-    """One tool call with its ranked results."""
+    """One tool call with its ranked results (a search) or what it returned (anything else)."""
     return {
         "tool": call.tool,
+        "kind": call.kind,
+        "output": None if call.kind == "search" or call.error else _preview(call.output),
         "query": call.query,
         "arguments": call.arguments,
         "error": call.error,
@@ -242,55 +295,74 @@ def markdown(data: dict[str, Any]) -> str:
         )
     for i, c in enumerate(data["cases"], start=1):
         lines += ["", f"## {i}. {c['name']}: {_STATUS[c['status']]}", ""]
-        lines.append(f"- input: {c['input']}")
-        if c["ground_truth"]:
-            lines.append(f"- ground_truth: {c['ground_truth']}")
-        for key in ("expected_tools", "expected_sources", "expected_content"):
-            if c[key]:
-                lines.append(f"- {key}: {json.dumps(c[key])}")
-        if c["status"] == "error":
-            lines.append(f"- **error:** {c['reason']}")
-        if c["checks"]:
-            lines += ["", "Checks:", ""]
-            for check in c["checks"]:
-                mark = "pass" if check["passed"] else "**FAIL**"
-                lines.append(f"- {mark} {check['check']}: {check['detail']}")
-        if c["metrics"]:
-            lines += [
-                "",
-                "| metric | score | threshold | result | reason |",
-                "|---|---|---|---|---|",
-            ]
-            for m in c["metrics"]:
-                lines.append(
-                    f"| {_cell(m['name'])} | {_num(m['score'])} | {_num(m['threshold'])} | "
-                    f"{_METRIC_STATUS[m['status']]} | {_cell(m['reason'] or '')} |"
-                )
-        if c["tool_calls"]:
-            lines += ["", "Tool calls:", ""]
-            for n, call in enumerate(c["tool_calls"], start=1):
-                err = f" error: {call['error']}" if call["error"] else ""
-                lines.append(
-                    f"{n}. `{call['tool']}` query {json.dumps(call['query'])} "
-                    f"({call['seconds']:.2f} s){err}"
-                )
-                if call["results"]:
-                    lines += [
-                        "",
-                        "   | rank | score | source | location | section |",
-                        "   |---|---|---|---|---|",
-                    ]
-                    for r in call["results"]:
-                        lines.append(
-                            f"   | {r['rank']} | {r['score']:.3f} | {_cell(r['source_path'])} "
-                            f"| {_cell(r['location'])} | {_cell(r.get('section', ''))} |"
-                        )
-                    lines.append("")
-        if c["answer"] is not None:
-            quoted = "\n".join(f"> {line}" for line in (c["answer"] or "(empty)").splitlines())
-            lines += ["", "Answer:", "", quoted]
+        if c["turns"] is None:
+            lines += _message_markdown(c)
+        else:
+            if c["reason"]:
+                lines.append(f"- **{c['status']}:** {c['reason']}")
+            for turn in c["turns"]:
+                head = f"### Turn {turn['turn']}: {_STATUS.get(turn['status'], 'SKIPPED')}"
+                lines += ["", head, "", *_message_markdown(turn)]
+                lines += ["", f"Latency {turn['latency_seconds']:.2f} s."]
         lines += ["", f"Latency {c['latency_seconds']:.2f} s; case {c['seconds']:.2f} s."]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _message_markdown(c: dict[str, Any]) -> list[str]:
+    """Input, expectations, checks, tool calls and answer of a case or of one turn."""
+    lines = [f"- input: {c['input']}"]
+    if c["ground_truth"]:
+        lines.append(f"- ground_truth: {c['ground_truth']}")
+    for key in ("expected_tools", "expected_sources", "expected_content"):
+        if c[key]:
+            lines.append(f"- {key}: {json.dumps(c[key])}")
+    if c["status"] in ("error", "skipped"):
+        lines.append(f"- **{c['status']}:** {c['reason']}")
+    if c["checks"]:
+        lines += ["", "Checks:", ""]
+        for check in c["checks"]:
+            mark = "pass" if check["passed"] else "**FAIL**"
+            lines.append(f"- {mark} {check['check']}: {check['detail']}")
+    if c["metrics"]:
+        lines += [
+            "",
+            "| metric | score | threshold | result | reason |",
+            "|---|---|---|---|---|",
+        ]
+        for m in c["metrics"]:
+            lines.append(
+                f"| {_cell(m['name'])} | {_num(m['score'])} | {_num(m['threshold'])} | "
+                f"{_METRIC_STATUS[m['status']]} | {_cell(m['reason'] or '')} |"
+            )
+    if c["tool_calls"]:
+        lines += ["", "Tool calls:", ""]
+        for n, call in enumerate(c["tool_calls"], start=1):
+            err = f" error: {call['error']}" if call["error"] else ""
+            lines.append(f"{n}. {_call_markdown(call)} ({call['seconds']:.2f} s){err}")
+            if call["results"]:
+                lines += [
+                    "",
+                    "   | rank | score | source | location | section |",
+                    "   |---|---|---|---|---|",
+                ]
+                for r in call["results"]:
+                    lines.append(
+                        f"   | {r['rank']} | {r['score']:.3f} | {_cell(r['source_path'])} "
+                        f"| {_cell(r['location'])} | {_cell(r.get('section', ''))} |"
+                    )
+                lines.append("")
+    if c["answer"] is not None:
+        quoted = "\n".join(f"> {line}" for line in (c["answer"] or "(empty)").splitlines())
+        lines += ["", "Answer:", "", quoted]
+    return lines
+
+
+def _call_markdown(call: dict[str, Any]) -> str:
+    """A search as its query, another call as its arguments and what it returned."""
+    if call["kind"] == "search":
+        return f"`{call['tool']}` query {json.dumps(call['query'])}"
+    returned = f" returned {json.dumps(call['output'])}" if call["output"] is not None else ""
+    return f"`{call['tool']}` arguments {json.dumps(call['arguments'])}{returned}"
 
 
 # -- JUnit ------------------------------------------------------------------------------
@@ -343,12 +415,13 @@ def junit_xml(data: dict[str, Any]) -> str:
         if c["metrics"]:
             metric_props = ET.SubElement(case, "properties")
             for m in c["metrics"]:
+                name = m["name"] + (f".turn{m['turn']}" if "turn" in m else "")
                 for key in ("score", "threshold", "status", "reason"):
                     if m[key] is not None:
                         ET.SubElement(
                             metric_props,
                             "property",
-                            {"name": f"metric.{_xml(m['name'])}.{key}", "value": _xml(str(m[key]))},
+                            {"name": f"metric.{_xml(name)}.{key}", "value": _xml(str(m[key]))},
                         )
         if c["status"] == "failed":
             failed = [ch["check"] for ch in c["checks"] if not ch["passed"]]
@@ -370,7 +443,18 @@ def junit_xml(data: dict[str, Any]) -> str:
 
 
 def _case_text(c: dict[str, Any]) -> str:
-    """The plain-text story of a case, for JUnit bodies."""
+    """The plain-text story of a case, for JUnit bodies: turn by turn for a conversation."""
+    if c["turns"] is None:
+        return _message_text(c)
+    parts = [f"[{c['status'].upper()}] {c['reason']}"] if c["reason"] else []
+    for turn in c["turns"]:
+        parts.append(f"--- turn {turn['turn']}: {turn['status'].upper()} ---")
+        parts.append(_message_text(turn))
+    return "\n".join(parts)
+
+
+def _message_text(c: dict[str, Any]) -> str:
+    """Input, checks, calls and answer of a case or of one turn, as plain lines."""
     lines = [f"input: {c['input']}"]
     if c["ground_truth"]:
         lines.append(f"ground_truth: {c['ground_truth']}")
@@ -383,10 +467,16 @@ def _case_text(c: dict[str, Any]) -> str:
         limit = "" if m["threshold"] is None else f" (threshold {m['threshold']:.2f})"
         reason = f": {m['reason']}" if m["reason"] else ""
         lines.append(f"[{_METRIC_STATUS[m['status']]}] metric {m['name']} {score}{limit}{reason}")
-    if c["status"] == "error":
-        lines.append(f"[ERROR] {c['reason']}")
+    if c["status"] in ("error", "skipped"):
+        lines.append(f"[{c['status'].upper()}] {c['reason']}")
     for call in c["tool_calls"]:
-        lines.append(f"call {call['tool']}(query={call['query']!r}) {call['seconds']:.2f} s")
+        if call["kind"] == "search":
+            shown = f"call {call['tool']}(query={call['query']!r})"
+        else:
+            shown = f"call {call['tool']}({json.dumps(call['arguments'])})"
+            if call["output"] is not None:
+                shown += f" -> {call['output']}"
+        lines.append(f"{shown} {call['seconds']:.2f} s")
         if call["error"]:
             lines.append(f"  error: {call['error']}")
         for r in call["results"]:

@@ -1,11 +1,14 @@
 """Runs test cases against an agent and its (initialized) knowledge bases.
 
-With a ``model:`` each case is one fresh conversation turn of the agent loop; without one
-(retrieval-only) the input is the query of the tools named in ``expected_tools`` (else of
-every tool). Cases run concurrently up to ``parallel``. A case that raises, or runs past its
-time limit (``case_timeout``), is an *error*, never a failure, and the others still run. A
-run stopped half-way (Ctrl-C) still has the cases done so far (``partial``). Nothing is
-printed here: the caller gets ``on_start`` and ``on_done`` callbacks and a ``SuiteResult``.
+With a ``model:`` each case is one fresh conversation of the agent loop: one turn, or its
+``turns`` in order, the conversation carried from one to the next and each turn checked (the
+case passes when every turn does). Without one (retrieval-only) each input is the query of
+the tools named in ``expected_tools`` (else of every tool). Cases run concurrently up to
+``parallel``. A case that raises, or runs past its time limit (``case_timeout``), is an
+*error*, never a failure (the turns after the one that raised are not run), and the others
+still run. A run stopped half-way (Ctrl-C) still has the cases done so far (``partial``).
+Nothing is printed here: the caller gets ``on_start`` and ``on_done`` callbacks and a
+``SuiteResult``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from typing import Literal
 from holodeck.agent.loop import Agent, ToolCallRecord
 from holodeck.chat.snippets import passages
 from holodeck.config.loader import Project
-from holodeck.config.models import TestCase
+from holodeck.config.models import TestCase, Turn
+from holodeck.embeddings.base import Embedder
+from holodeck.embeddings.factory import make_local_embedder
+from holodeck.errors import ConfigError
 from holodeck.evaluations.baseline import BaselineResult
 from holodeck.evaluations.evaluator import Evaluator, MetricResult
 from holodeck.evaluations.judge import Usage
@@ -37,17 +43,41 @@ from holodeck.testing.checks import (
     normalize_source,
     source_ranks,
 )
+from holodeck.tools.initialize import Offered
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 log = logging.getLogger("holodeck.testing")
 
 Status = Literal["passed", "failed", "error"]
+TurnStatus = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["llm", "retrieval-only"]
 
 
 @dataclass
+class TurnResult:
+    """One message of a case: what it produced and how it was judged."""
+
+    index: int  # 1-based position among the case's turns
+    input: str
+    status: TurnStatus = "passed"
+    reason: str = ""  # why it failed, errored or was skipped
+    checks: list[Check] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    answer: str | None = None  # the LLM's answer (None in retrieval-only mode)
+    latency: float = 0.0  # seconds the agent turn (or the searches) took; up to an error
+    source_ranks: dict[str, int | None] = field(default_factory=dict)
+    rounds: int = 0
+    error_type: str | None = None
+    metrics: list[MetricResult] = field(default_factory=list)  # evaluations:, in order
+
+
+@dataclass
 class CaseResult:
-    """Everything one case did and how it was judged."""
+    """Everything one case did and how it was judged; for several turns, rolled up.
+
+    ``checks``, ``tool_calls`` and ``rounds`` gather every turn's, ``answer`` is the last
+    turn's, ``latency`` their sum and ``source_ranks`` each expected source's best rank.
+    """
 
     index: int  # 1-based position among the cases run
     case: TestCase
@@ -55,18 +85,25 @@ class CaseResult:
     reason: str  # why it failed or errored ("" when it passed)
     checks: list[Check] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    answer: str | None = None  # the LLM's answer (None in retrieval-only mode)
-    latency: float = 0.0  # seconds the agent turn (or the searches) took; up to an error
+    answer: str | None = None  # the LLM's (last) answer (None in retrieval-only mode)
+    latency: float = 0.0  # seconds the agent turns (or the searches) took; up to an error
     seconds: float = 0.0  # the whole case, checks included
     source_ranks: dict[str, int | None] = field(default_factory=dict)
     rounds: int = 0
     error_type: str | None = None
     metrics: list[MetricResult] = field(default_factory=list)  # evaluations:, in order
+    turns: list[TurnResult] = field(default_factory=list)
+
+    @property
+    def multi_turn(self) -> bool:
+        """Whether the case is a conversation of ``turns``."""
+        return self.case.turns is not None
 
     @property
     def ground_truth_score(self) -> float | None:
-        """The similarity the ground_truth check measured, if it ran."""
-        return next((c.score for c in self.checks if c.kind == "ground_truth"), None)
+        """The similarity the ground_truth check measured (the lowest over the turns)."""
+        scores = [c.score for c in self.checks if c.kind == "ground_truth" and c.score is not None]
+        return min(scores) if scores else None
 
     @property
     def first_rank(self) -> int | None:
@@ -122,7 +159,7 @@ class SuiteResult:
         ranked = [
             list(r.source_ranks.values())
             for r in self.results
-            if r.status != "error" and r.case.expected_sources
+            if r.status != "error" and r.source_ranks
         ]
         return metrics.retrieval_metrics(ranked)
 
@@ -177,10 +214,36 @@ class TestRunner:
         self._started = time.perf_counter()
         self._by_name = {tool.name: tool for tool in tools}
         self.evaluator = Evaluator(project, use_cache)
+        self.offered = Offered()
+        self._local: Embedder | None = None  # compares ground truths when no tool embeds
         # Building the agent resolves endpoint and key now: a ConfigError before any work.
         self._agent: Agent | None = (
             Agent.from_project(project, tools) if project.agent.model is not None else None
         )
+
+    def offer(self, offered: Offered) -> None:
+        """The function and MCP tools each case's agent may call (their servers running)."""
+        self.offered = offered
+
+    def check_expected_tools(self, cases: list[TestCase]) -> None:
+        """Names in expected_tools that no tool answers to are a ConfigError (exit 2).
+
+        Checked once the MCP servers listed their tools; not when one failed to start, since
+        its tools are unknown (its cases then fail on the tools it would have offered).
+        """
+        if self._agent is None or self.offered.failed:
+            return
+        known = set(self._by_name)
+        for function in self.offered.functions:
+            known |= {function.name, *function.aliases}
+        for case in cases:
+            for step in case.steps:
+                for expected in step.expected_tools or []:
+                    if expected.name not in known:
+                        raise ConfigError(
+                            f"case {case.name!r}: expected_tools names {expected.name!r}, which "
+                            f"no tool offers (tools: {', '.join(sorted(known)) or 'none'})"
+                        )
 
     @property
     def mode(self) -> Mode:
@@ -204,6 +267,7 @@ class TestRunner:
                     self.on_done(result)
                 return result
 
+        self.check_expected_tools(cases)
         try:
             await asyncio.to_thread(self._warm_up)
             results = await asyncio.gather(*(one(i, case) for i, case in enumerate(cases, start=1)))
@@ -252,82 +316,124 @@ class TestRunner:
                 log.debug("warming up the embedder of %s failed", tool.name, exc_info=True)
 
     async def run_case(self, index: int, case: TestCase) -> CaseResult:
-        """One case; any exception, or running past ``case_timeout``, makes it an error with
-        one line saying why."""
+        """One case, turn by turn; an exception makes its turn an error with the exception's
+        line, and running past ``case_timeout`` makes the running turn one (the rest are not
+        run)."""
         started = time.perf_counter()
         result = CaseResult(index=index, case=case, status="passed", reason="")
+        agent = None
+        if self._agent is not None:
+            agent = Agent.from_project(self.project, self.tools, functions=self.offered.functions)
         try:
-            try:
-                await asyncio.wait_for(self._produce_and_check(case, result), self.case_timeout)
-            except TimeoutError:
-                raise CaseTimeout(
-                    f"the case took longer than {self.case_timeout:g} s and was stopped "
-                    "(raise the limit with `holodeck test --timeout SECONDS`)"
-                ) from None
-        except Exception as exc:
-            log.debug("test case %r errored", case.name, exc_info=True)  # -v: the traceback
-            result.latency = result.latency or time.perf_counter() - started
-            result.status = "error"
-            result.error_type = type(exc).__name__
-            result.reason = redact(f"{type(exc).__name__}: {exc}")
-        else:
-            broken = [m for m in result.metrics if m.status == "error" and m.fail_on_error]
-            failed = [c.line() for c in result.checks if not c.passed]
-            failed += [m.line() for m in result.metrics if m.status == "failed"]
-            if broken:  # the judge could not judge: a runtime failure, not the agent's
-                result.status = "error"
-                result.error_type = "MetricError"
-                result.reason = "; ".join(m.line() for m in broken)
-            elif failed:
-                result.status = "failed"
-                result.reason = "; ".join(failed)
+            await asyncio.wait_for(self._run_turns(case, result, agent), self.case_timeout)
+        except TimeoutError:
+            self._timed_out(case, result, time.perf_counter() - started)
+        finally:
+            if agent is not None:
+                await agent.close()
+        _roll_up(result)
         result.seconds = time.perf_counter() - started
         return result
 
-    async def _produce_and_check(self, case: TestCase, result: CaseResult) -> None:
-        if self._agent is None:
-            await self._retrieve(case, result)
+    async def _run_turns(self, case: TestCase, result: CaseResult, agent: Agent | None) -> None:
+        """The case's turns in order; after a turn that errored the rest are skipped."""
+        for n, step in enumerate(case.steps, start=1):
+            turn = TurnResult(n, step.input)
+            result.turns.append(turn)
+            if any(t.status == "error" for t in result.turns):
+                turn.status = "skipped"
+                turn.reason = "not run: an earlier turn errored"
+                continue
+            await self._run_turn(case, step, turn, agent)
+
+    def _timed_out(self, case: TestCase, result: CaseResult, elapsed: float) -> None:
+        """The turn running when the case's time ran out is an error, the rest not run."""
+        message = (
+            f"the case took longer than {self.case_timeout:g} s and was stopped "
+            "(raise the limit with `holodeck test --timeout SECONDS`)"
+        )
+        running = result.turns[-1]
+        running.status = "error"
+        running.error_type = CaseTimeout.__name__
+        running.reason = f"{CaseTimeout.__name__}: {message}"
+        running.latency = running.latency or max(
+            0.0, elapsed - sum(t.latency for t in result.turns[:-1])
+        )
+        for n in range(len(result.turns) + 1, len(case.steps) + 1):
+            skipped = TurnResult(n, case.steps[n - 1].input, status="skipped")
+            skipped.reason = "not run: an earlier turn errored"
+            result.turns.append(skipped)
+
+    async def _run_turn(
+        self, case: TestCase, step: Turn, turn: TurnResult, agent: Agent | None
+    ) -> None:
+        """One message: produce (search or agent turn), then check; errors end up in ``turn``."""
+        started = time.perf_counter()
+        try:
+            if agent is None:
+                await self._retrieve(step, turn)
+            else:
+                await self._converse(case, agent, step, turn)
+            await asyncio.to_thread(self._check, step, turn)
+            turn.metrics = await self.evaluator.evaluate(
+                step, turn.answer, turn.tool_calls, case.name
+            )
+        except Exception as exc:
+            log.debug("test case %r errored", case.name, exc_info=True)  # -v: the traceback
+            turn.latency = turn.latency or time.perf_counter() - started
+            turn.status = "error"
+            turn.error_type = type(exc).__name__
+            turn.reason = redact(f"{type(exc).__name__}: {exc}")
         else:
-            await self._converse(case, result)
-        await asyncio.to_thread(self._check, case, result)
-        result.metrics = await self.evaluator.evaluate(case, result.answer, result.tool_calls)
+            broken = [m for m in turn.metrics if m.status == "error" and m.fail_on_error]
+            failed = [c.line() for c in turn.checks if not c.passed]
+            failed += [m.line() for m in turn.metrics if m.status == "failed"]
+            if broken:  # the judge could not judge: a runtime failure, not the agent's
+                turn.status = "error"
+                turn.error_type = "MetricError"
+                turn.reason = "; ".join(m.line() for m in broken)
+            elif failed:
+                turn.status = "failed"
+                turn.reason = "; ".join(failed)
 
     # -- producing: searches or an agent turn ------------------------------------------
 
-    def _searched_tools(self, case: TestCase) -> list[VectorStoreTool]:
+    def _searched_tools(self, step: Turn) -> list[VectorStoreTool]:
         """Retrieval-only: the tools named in expected_tools (each once), else every tool."""
-        names = list(dict.fromkeys(t.name for t in case.expected_tools or []))
+        names = list(dict.fromkeys(t.name for t in step.expected_tools or []))
         return [self._by_name[n] for n in names] if names else list(self.tools)
 
-    async def _retrieve(self, case: TestCase, result: CaseResult) -> None:
+    async def _retrieve(self, step: Turn, turn: TurnResult) -> None:
         """The input as the query of each tool, concurrently."""
         started = time.perf_counter()
-        result.tool_calls = list(
-            await asyncio.gather(*(_search(t, case.input) for t in self._searched_tools(case)))
+        turn.tool_calls = list(
+            await asyncio.gather(*(_search(t, step.input) for t in self._searched_tools(step)))
         )
-        result.latency = time.perf_counter() - started
+        turn.latency = time.perf_counter() - started
 
-    async def _converse(self, case: TestCase, result: CaseResult) -> None:
-        """One turn of a fresh agent (its own conversation, so cases never see each other)."""
-        agent = Agent.from_project(self.project, self.tools)
-        try:
-            turn = await agent.run_turn(case.input)
-        finally:
-            await agent.close()
-        result.answer = turn.answer
-        result.tool_calls = list(turn.tool_calls)
-        result.rounds = turn.rounds
-        result.latency = turn.seconds
-        if turn.notice:
-            log.warning("Test case %s: %s", case.name, turn.notice)
-        broken = [c for c in turn.tool_calls if self._failed_to_run(c)]
+    async def _converse(self, case: TestCase, agent: Agent, step: Turn, turn: TurnResult) -> None:
+        """One turn of the case's own agent (its conversation, so cases never see each other)."""
+        reply = await agent.run_turn(step.input)
+        turn.answer = reply.answer
+        turn.tool_calls = list(reply.tool_calls)
+        turn.rounds = reply.rounds
+        turn.latency = reply.seconds
+        if reply.notice:
+            log.warning("Test case %s: %s", case.name, reply.notice)
+        broken = [c for c in reply.tool_calls if self._failed_to_run(c)]
         if broken:
-            # The model asked properly but the search itself failed (Redis lost, embedder
-            # down): a runtime error, not the agent's mistake.
+            # The model asked properly but the tool itself failed (Redis lost, embedder down,
+            # an MCP server gone): a runtime error, not the agent's mistake.
             raise ToolFailure(f"{broken[0].tool} failed: {broken[0].error}")
 
     def _failed_to_run(self, call: ToolCallRecord) -> bool:
-        """An error on a well-formed call of a real tool came from the search, not the model."""
+        """An error on a well-formed call came from the tool, not the model.
+
+        A search that failed, or a call of an MCP server that stopped. A function that raised
+        is the function's answer: the model read it, and the checks judge what it did next.
+        """
+        if call.unavailable:
+            return True
         return (
             call.error is not None
             and call.tool in self._by_name
@@ -337,57 +443,94 @@ class TestRunner:
 
     # -- judging -----------------------------------------------------------------------
 
-    def _check(self, case: TestCase, result: CaseResult) -> None:
-        """Run the case's checks on what it produced (blocking: it may embed)."""
-        calls = result.tool_calls
-        llm = result.answer is not None
+    def _check(self, step: Turn, turn: TurnResult) -> None:
+        """Run the turn's checks on what it produced (blocking: it may embed)."""
+        calls = turn.tool_calls
+        llm = turn.answer is not None
         checks: list[Check] = []
-        if case.expected_tools:
-            checks.append(check_tools(case.expected_tools, calls))
-        if case.expected_sources:
-            result.source_ranks = source_ranks(case.expected_sources, calls)
-            checks.append(check_sources(result.source_ranks, calls, self._exists))
+        if step.expected_tools:
+            checks.append(check_tools(step.expected_tools, calls))
+        if step.expected_sources:
+            turn.source_ranks = source_ranks(step.expected_sources, calls)
+            checks.append(check_sources(turn.source_ranks, calls, self._exists))
         chunks = [r.content for call in calls for r in call.results]
-        if case.expected_content:
+        if step.expected_content:
             if llm:
-                checks.append(
-                    check_content(case.expected_content, result.answer or "", "the answer")
-                )
+                checks.append(check_content(step.expected_content, turn.answer or "", "the answer"))
             else:
                 text = "\n\n".join(chunks)
-                checks.append(check_content(case.expected_content, text, "the retrieved chunks"))
-        if case.ground_truth:
-            threshold = case.ground_truth_threshold
+                checks.append(check_content(step.expected_content, text, "the retrieved chunks"))
+        if step.ground_truth:
+            threshold = step.ground_truth_threshold
             if threshold is None:
                 threshold = self.project.agent.ground_truth_threshold
-            embedder = self._ground_truth_tool(case, calls).embedder
+            embedder = self._ground_truth_embedder(step, calls)
             if llm:
-                answer = (result.answer or "").strip()
-                score = best_similarity(embedder, case.ground_truth, [answer] if answer else [])
+                answer = (turn.answer or "").strip()
+                score = best_similarity(embedder, step.ground_truth, [answer] if answer else [])
                 against = "the answer" if answer else "the answer is empty"
             else:
                 found = passages("\n\n".join(chunks))
-                score = best_similarity(embedder, case.ground_truth, found)
+                score = best_similarity(embedder, step.ground_truth, found)
                 against = "best passage of the retrieved chunks" if found else "nothing retrieved"
             checks.append(check_ground_truth(score, threshold, against))
-        result.checks = checks
+        turn.checks = checks
 
-    def _ground_truth_tool(self, case: TestCase, calls: list[ToolCallRecord]) -> VectorStoreTool:
-        """Whose embedder compares texts: the first expected tool, else the first called."""
-        for name in [t.name for t in case.expected_tools or []] + [c.tool for c in calls]:
+    def _ground_truth_embedder(self, step: Turn, calls: list[ToolCallRecord]) -> Embedder:
+        """Whose embedder compares texts: the first expected knowledge base, else the first
+        searched, else the first configured; the embedded local model without any."""
+        for name in [t.name for t in step.expected_tools or []] + [c.tool for c in calls]:
             if name in self._by_name:
-                return self._by_name[name]
-        if not self.tools:
-            raise ToolFailure(
-                "ground_truth needs a vectorstore tool's embedder; none is configured"
-            )
-        return self.tools[0]
+                return self._by_name[name].embedder
+        if self.tools:
+            return self.tools[0].embedder
+        if self._local is None:
+            self._local = make_local_embedder(None, self.project.root)
+        return self._local
 
     def _exists(self, source: str) -> bool:
         """Whether an expected source names a file under the root or a tool's source."""
         rel = normalize_source(source)
         bases = [self.project.root, *(tool.resolved.source for tool in self.tools)]
         return any((base / rel).is_file() for base in bases)
+
+
+def _roll_up(result: CaseResult) -> None:
+    """The case's status, reason and totals from its turns."""
+    turns = result.turns
+    statuses = {t.status for t in turns}
+    result.status = (
+        "error" if "error" in statuses else "failed" if "failed" in statuses else "passed"
+    )
+    result.checks = [c for t in turns for c in t.checks]
+    result.metrics = [m for t in turns for m in t.metrics]
+    result.tool_calls = [c for t in turns for c in t.tool_calls]
+    answers = [t.answer for t in turns if t.answer is not None]
+    result.answer = answers[-1] if answers else None
+    result.latency = sum(t.latency for t in turns)
+    result.rounds = sum(t.rounds for t in turns)
+    result.error_type = next((t.error_type for t in turns if t.error_type), None)
+    for turn in turns:
+        for source, rank in turn.source_ranks.items():
+            best = result.source_ranks.get(source)
+            if rank is not None and (best is None or rank < best):
+                result.source_ranks[source] = rank
+            else:
+                result.source_ranks.setdefault(source, best)
+    bad = [t for t in turns if t.status in ("failed", "error")]
+    if not result.multi_turn:
+        result.reason = bad[0].reason if bad else ""
+        return
+    reasons = [f"turn {t.index}: {t.reason}" for t in bad]
+    skipped = [t.index for t in turns if t.status == "skipped"]
+    if skipped:
+        reasons.append(f"turn{'s' if len(skipped) > 1 else ''} {_span(skipped)} not run")
+    result.reason = "; ".join(reasons)
+
+
+def _span(numbers: list[int]) -> str:
+    """``3`` or ``3-5``."""
+    return str(numbers[0]) if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}"
 
 
 class ToolFailure(RuntimeError):

@@ -383,7 +383,7 @@ _EMBEDDERS: dict[tuple[str, str, str], Embedder] = {}
 
 def shared_embedder(tool: ResolvedTool, project: Project) -> Embedder:
     """One embedder per model and project, so tools that share a model load it once."""
-    model = project.agent.model
+    model = project.agent.embedding_model_config  # embedding_provider, else model
     key = (tool.embedding_model, str(project.root), model.model_dump_json() if model else "")
     if key not in _EMBEDDERS:
         from holodeck.embeddings.factory import make_embedder

@@ -86,7 +86,7 @@ CASES = [
     (
         "provider",
         BASE.format(
-            extra="    database:\n      provider: postgres\n      connection_string: redis://h"
+            extra="    database:\n      provider: mysql\n      connection_string: redis://h"
         ),
         7,
         ["tools[0].database.provider", "'redis'"],

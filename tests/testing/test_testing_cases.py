@@ -141,7 +141,9 @@ def test_errors_in_the_cases_file_name_that_file_and_line(tmp_path: Path) -> Non
         """,
     )
     message = error_of(tmp_path, "test_cases_file: cases.yaml\n")
-    assert message.startswith("cases.yaml:4: test_cases[1]")
+    assert message.startswith(
+        "cases.yaml:5: test_cases[1].inpt: unknown key; did you mean 'input'?"
+    )
     write(
         tmp_path / "cases.yaml",
         """
@@ -171,7 +173,10 @@ test_cases:
     assert message.startswith("cases.yaml:1: test_cases[0].name: test case names must be unique")
     assert "no test cases; add test_cases:" in error_of(tmp_path, "")
     message = error_of(tmp_path, "test_cases:\n  - {name: idle, input: hi}\n")
-    assert message.startswith("agent.yaml:7: test_cases[0]: a test case needs at least one of")
+    assert message.startswith(
+        "agent.yaml:7: test_cases[0]: case 'idle' checks nothing: without a model: it needs at "
+        "least one of"
+    )
 
 
 def test_select_by_substring_glob_and_limit() -> None:

@@ -1,0 +1,366 @@
+"""agent.yaml and config.yaml as the original HoloDeck writes them: what loads, what is ignored
+with a warning, what is refused.
+
+Runs on the parsed YAML before validation (and before ``${VAR}`` substitution, so a section
+that is ignored never needs its variables). A key of the original that holodeck does not
+implement is removed with one WARNING naming it and saying why it is ignored, except where
+ignoring it would silently change what the agent does (give it a shell, drop a tool, change
+its input): that is a ``ConfigError`` (exit 2) naming the key and what to use instead. Keys
+neither project knows are left for validation to refuse, so a typo never passes.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from holodeck.config.yaml_lines import Loc, dotted, line_of
+from holodeck.errors import ConfigError
+
+_EVERY_TOOL = "every tool under tools: is offered to the model on every request"
+
+#: Top-level sections of the original that holodeck ignores, and why.
+IGNORED_SECTIONS = {
+    "deployment": "holodeck builds and deploys no containers (holodeck serve gives the "
+    "knowledge bases to MCP clients)",
+    "observability": "holodeck exports no OpenTelemetry data (-v logs every step)",
+    "execution": "holodeck test takes --parallel N on the command line and has its own timeouts",
+    "tool_filtering": _EVERY_TOOL,
+    "claude": "settings of the Claude Agent SDK, which holodeck does not run (provider "
+    "anthropic is called through Anthropic's Messages API)",
+}
+
+#: Sections of the original's ~/.holodeck/config.yaml holodeck ignores, and why.
+IGNORED_GLOBAL_SECTIONS = {
+    "providers": "holodeck reads the LLM from each agent.yaml's model: section",
+    "execution": IGNORED_SECTIONS["execution"],
+    "deployment": IGNORED_SECTIONS["deployment"],
+}
+
+#: Tool types of the original that holodeck does not run, and what to use instead.
+REFUSED_TOOL_TYPES = {
+    "prompt": "write the template as a function tool (type: function) or in instructions:",
+    "hierarchical_document": "use type: vectorstore over the same files (hybrid keyword and "
+    "semantic search by default)",
+    "skill": "describe the skill in instructions:, or expose it as a function or MCP tool",
+    "hosted": "use an MCP server (type: mcp) for web search, file search or code execution",
+}
+
+#: Vectorstore keys of the original's structured-data and JSON modes, ignored.
+_WHOLE_TEXT = (
+    "holodeck indexes each file's whole text (CSV rows and JSON records included) and picks "
+    "no fields"
+)
+IGNORED_VECTORSTORE_KEYS = {
+    "vector_field": _WHOLE_TEXT,
+    "meta_fields": _WHOLE_TEXT,
+    "id_field": _WHOLE_TEXT,
+    "field_separator": _WHOLE_TEXT,
+    "delimiter": _WHOLE_TEXT,
+    "record_path": _WHOLE_TEXT,
+    "record_prefix": _WHOLE_TEXT,
+    "meta_prefix": _WHOLE_TEXT,
+    "embedding_dimensions": "the dimensions come from the embedding model",
+}
+
+#: Database providers of the original that are Redis, holodeck's own server store.
+REDIS_PROVIDERS = ("redis", "redis-hashset", "redis-json")
+#: The original's other database providers: ignored (a provider neither knows is refused).
+OTHER_PROVIDERS = (
+    "postgres",
+    "azure-ai-search",
+    "qdrant",
+    "weaviate",
+    "chromadb",
+    "faiss",
+    "azure-cosmos-mongo",
+    "azure-cosmos-nosql",
+    "sql-server",
+    "pinecone",
+    "in-memory",
+)
+_OUR_DATABASE_KEYS = ("connection_string", "index_name", "vector_algorithm", "distance_metric")
+
+
+def original_keys(loc: Loc) -> list[str]:
+    """Keys of the original at ``loc`` that holodeck drops (for a typo's "did you mean")."""
+    if not loc:
+        return [*IGNORED_SECTIONS, *IGNORED_GLOBAL_SECTIONS, "vectorstores", "response_format"]
+    if loc[0] == "tools" and len(loc) == 3:  # ("tools", i, type)
+        return [*IGNORED_VECTORSTORE_KEYS, "defer_loading", "server", "load_prompts"]
+    return []
+
+
+@dataclass
+class Adapted:
+    """The data holodeck validates, and the warnings to print for what it dropped."""
+
+    data: Any
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Pass:
+    """One file's adaptation: where it is (for line numbers) and what it found."""
+
+    label: str
+    node: yaml.Node | None
+    warnings: list[str] = field(default_factory=list)
+
+    def where(self, loc: Loc) -> str:
+        return f"{self.label}:{line_of(self.node, loc)}: {dotted(loc)}"
+
+    def ignore(self, parent: dict[str, Any], key: str, loc: Loc, why: str) -> None:
+        """Drop ``parent[key]`` with one warning naming it."""
+        del parent[key]
+        self.warnings.append(f"{self.where((*loc, key))}: ignored ({why})")
+
+    def refuse(self, loc: Loc, what: str, instead: str) -> ConfigError:
+        return ConfigError(f"{self.where(loc)}: {what}; {instead}")
+
+
+def adapt_agent(data: dict[str, Any], node: yaml.Node | None, label: str) -> Adapted:
+    """agent.yaml in the original's shapes made into holodeck's, or a ConfigError."""
+    data = copy.deepcopy(data)
+    run = _Pass(label, node)
+    _top_level(data, run)
+    _model(data, run)
+    tools = data.get("tools")
+    if isinstance(tools, list):
+        for i, tool in enumerate(tools):
+            if isinstance(tool, dict):
+                _tool(tool, ("tools", i), run)
+    adapt_cases(data.get("test_cases"), ("test_cases",), run)
+    return Adapted(data, run.warnings)
+
+
+def adapt_case_file(data: Any, node: yaml.Node | None, label: str) -> Adapted:
+    """A ``test_cases_file`` (already in the ``{test_cases: [...]}`` form)."""
+    data = copy.deepcopy(data)
+    run = _Pass(label, node)
+    if isinstance(data, dict):
+        adapt_cases(data.get("test_cases"), ("test_cases",), run)
+    return Adapted(data, run.warnings)
+
+
+def adapt_global(data: dict[str, Any], node: yaml.Node | None, label: str) -> Adapted:
+    """A ``config.yaml`` written for the original: its sections holodeck has no use for."""
+    data = copy.deepcopy(data)
+    run = _Pass(label, node)
+    for key, why in IGNORED_GLOBAL_SECTIONS.items():
+        if key in data:
+            run.ignore(data, key, (), why)
+    if "vectorstores" in data:
+        run.ignore(
+            data,
+            "vectorstores",
+            (),
+            "named stores are not supported; holodeck reads one vectorstore: section "
+            "(provider redis)",
+        )
+    if data.get("mcp_servers"):
+        raise run.refuse(
+            ("mcp_servers",),
+            "MCP servers for every agent are not read from config.yaml",
+            "list each under tools: of the agent.yaml that uses it (type: mcp, same keys)",
+        )
+    data.pop("mcp_servers", None)
+    return Adapted(data, run.warnings)
+
+
+# -- agent.yaml -------------------------------------------------------------------------
+
+
+def _top_level(data: dict[str, Any], run: _Pass) -> None:
+    claude = data.get("claude")
+    if isinstance(claude, dict):
+        _claude(claude, data, run)
+    for key, why in IGNORED_SECTIONS.items():
+        if key in data:
+            run.ignore(data, key, (), why)
+    if data.get("response_format") is not None:
+        raise run.refuse(
+            ("response_format",),
+            "structured output is not supported (the model answers in text)",
+            "describe the answer's format in instructions:",
+        )
+    data.pop("response_format", None)
+    evaluations = data.get("evaluations")
+    if isinstance(evaluations, dict) and "optimizer" in evaluations:
+        run.ignore(
+            evaluations,
+            "optimizer",
+            ("evaluations",),
+            "holodeck has no prompt optimizer; holodeck test runs the cases as written",
+        )
+        if not evaluations:
+            del data["evaluations"]
+
+
+def _claude(claude: dict[str, Any], data: dict[str, Any], run: _Pass) -> None:
+    """Claude Agent SDK settings that would give the agent powers holodeck does not give."""
+    loc: Loc = ("claude",)
+    if claude.get("web_search"):
+        raise run.refuse(
+            (*loc, "web_search"),
+            "holodeck gives the model no web search",
+            "add an MCP server that searches the web (type: mcp)",
+        )
+    bash = claude.get("bash")
+    if isinstance(bash, dict) and bash.get("enabled"):
+        raise run.refuse(
+            (*loc, "bash"),
+            "holodeck gives the model no shell",
+            "expose the commands it needs as a function tool (type: function) or an MCP server",
+        )
+    files = claude.get("file_system")
+    if isinstance(files, dict) and any(files.get(k) for k in ("read", "write", "edit")):
+        raise run.refuse(
+            (*loc, "file_system"),
+            "holodeck gives the model no file access",
+            "add an MCP filesystem server (type: mcp), or search the files with a vectorstore tool",
+        )
+    if claude.get("agents"):
+        raise run.refuse(
+            (*loc, "agents"),
+            "subagents are not supported (holodeck runs one agent)",
+            "give each subagent its own agent.yaml and reach it with holodeck serve as an MCP "
+            "server (type: mcp)",
+        )
+    ours = {t.get("name") for t in data.get("tools") or [] if isinstance(t, dict)}
+    for key in ("allowed_tools", "disallowed_tools"):
+        names = claude.get(key) or []
+        if any(isinstance(n, str) and (n.startswith("mcp__") or n in ours) for n in names):
+            raise run.refuse(
+                (*loc, key),
+                "tool allow- and deny-lists are not supported",
+                f"{_EVERY_TOOL}: remove the tools the agent must not use (load_tools: false "
+                "keeps an MCP server's tools from the model)",
+            )
+
+
+def _model(data: dict[str, Any], run: _Pass) -> None:
+    for section in ("model", "embedding_provider"):
+        model = data.get(section)
+        if not isinstance(model, dict):
+            continue
+        auth = model.get("auth_provider")
+        if auth in (None, "api_key"):
+            model.pop("auth_provider", None)  # an API key is the only way holodeck signs in
+            continue
+        raise run.refuse(
+            (section, "auth_provider"),
+            f"auth_provider {auth} is not supported",
+            "holodeck signs in with an API key: model.api_key (${ANTHROPIC_API_KEY} by default "
+            "for provider anthropic), and model.endpoint for another server",
+        )
+
+
+def _tool(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
+    kind = tool.get("type")
+    if kind in REFUSED_TOOL_TYPES:
+        raise run.refuse(
+            (*loc, "type"), f"{kind} tools are not supported", REFUSED_TOOL_TYPES[kind]
+        )
+    if "defer_loading" in tool:
+        run.ignore(tool, "defer_loading", loc, _EVERY_TOOL)
+    if kind == "vectorstore":
+        _vectorstore(tool, loc, run)
+    elif kind == "mcp":
+        _mcp(tool, loc, run)
+
+
+def _vectorstore(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
+    for key, why in IGNORED_VECTORSTORE_KEYS.items():
+        if key in tool:
+            run.ignore(tool, key, loc, why)
+    for key in ("chunk_size", "chunk_overlap"):
+        if key in tool and tool[key] is None:
+            del tool[key]  # the original's explicit "default"
+    source = tool.get("source")
+    if isinstance(source, str) and "://" in source and not source.startswith("file://"):
+        raise run.refuse(
+            (*loc, "source"),
+            "remote sources are not fetched",
+            "download the files into a folder next to agent.yaml and give its path",
+        )
+    if isinstance(source, str) and source.startswith("file://"):
+        tool["source"] = source.removeprefix("file://")
+    _database(tool, loc, run)
+
+
+def _database(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
+    database = tool.get("database")
+    inherited = "this tool uses .holodeck/config.yaml's vectorstore: or the local index"
+    if database is None:
+        tool.pop("database", None)
+    elif isinstance(database, str):
+        run.ignore(tool, "database", loc, f"named stores are not supported; {inherited}")
+    elif isinstance(database, dict):
+        provider = database.get("provider")
+        if provider in OTHER_PROVIDERS:
+            run.ignore(tool, "database", loc, f"provider {provider} is not supported; {inherited}")
+            return
+        if provider not in REDIS_PROVIDERS:
+            return  # validation names the providers holodeck knows
+        dloc = (*loc, "database")
+        database["provider"] = "redis"  # redis-hashset and redis-json: the same server
+        for key in [k for k in database if k not in ("provider", *_OUR_DATABASE_KEYS)]:
+            run.ignore(
+                database,
+                key,
+                dloc,
+                "holodeck's Redis store takes connection_string, "
+                "index_name, vector_algorithm and distance_metric",
+            )
+
+
+def _mcp(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
+    if "server" in tool:
+        run.ignore(tool, "server", loc, "command: (or url:) says which server to reach")
+    if tool.get("load_prompts"):
+        run.ignore(
+            tool, "load_prompts", loc, "the server's prompts are not offered, only its tools"
+        )
+    tool.pop("load_prompts", None)
+    if "is_retrieval" in tool:
+        run.ignore(
+            tool, "is_retrieval", loc, "retrieval checks read the vectorstore tools' results"
+        )
+    if tool.get("transport") == "websocket":
+        raise run.refuse(
+            (*loc, "transport"),
+            "the websocket transport is not supported",
+            "use transport: http (streamable HTTP) or sse with url:",
+        )
+
+
+# -- test cases -------------------------------------------------------------------------
+
+
+def adapt_cases(cases: Any, loc: Loc, run: _Pass) -> None:
+    """Test cases (and their turns): file inputs refused."""
+    if not isinstance(cases, list):
+        return
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict):
+            continue
+        _message(case, (*loc, i), run)
+        turns = case.get("turns")
+        if isinstance(turns, list):
+            for j, turn in enumerate(turns):
+                if isinstance(turn, dict):
+                    _message(turn, (*loc, i, "turns", j), run)
+
+
+def _message(item: dict[str, Any], loc: Loc, run: _Pass) -> None:
+    if item.get("files"):
+        raise run.refuse(
+            (*loc, "files"),
+            "file inputs are not supported (holodeck sends the model text)",
+            "put the file's text in input:, or index the file with a vectorstore tool",
+        )
+    item.pop("files", None)
