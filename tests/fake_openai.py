@@ -87,9 +87,7 @@ def text(
 ) -> Reply:
     """An assistant answer with ``content`` (finish_reason ``stop``, or ``finish``);
     ``wait`` seconds before it."""
-    return Reply(
-        "text", content=content, delay=delay, logprobs=logprobs, finish=finish, wait=wait
-    )
+    return Reply("text", content=content, delay=delay, logprobs=logprobs, finish=finish, wait=wait)
 
 
 def quoting_tools(template: str = "The tool said: {result}") -> Reply:
