@@ -123,11 +123,7 @@ def case_dict(result: CaseResult) -> dict[str, Any]:
         "answer": result.answer,
         "source_ranks": result.source_ranks or None,
         "ground_truth_score": _round(result.ground_truth_score),
-        "checks": [
-            {**({"turn": t.index} if result.multi_turn else {}), **check_dict(c)}
-            for t in result.turns
-            for c in t.checks
-        ],
+        "checks": _checks(result),
         "metrics": [
             {**({"turn": t.index} if result.multi_turn else {}), **metric_dict(m)}
             for t in result.turns
@@ -142,6 +138,18 @@ def case_dict(result: CaseResult) -> dict[str, Any]:
     if result.multi_turn:
         out["turns"] = [turn_dict(t, step) for t, step in zip(result.turns, steps, strict=True)]
     return out
+
+
+def _checks(result: CaseResult) -> list[dict[str, Any]]:
+    """Every turn's checks (with its turn when there are several), then the case's own
+    (``--baseline`` adds one to the case, not to a turn)."""
+    out = [
+        {**({"turn": t.index} if result.multi_turn else {}), **check_dict(c)}
+        for t in result.turns
+        for c in t.checks
+    ]
+    in_turns = {id(c) for t in result.turns for c in t.checks}
+    return out + [check_dict(c) for c in result.checks if id(c) not in in_turns]
 
 
 def turn_dict(turn: TurnResult, step: Turn) -> dict[str, Any]:

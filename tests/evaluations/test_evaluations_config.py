@@ -308,4 +308,4 @@ test_cases: [{name: c, input: q}]
     (case,) = load_cases(project)
     assert [m.label for m in case_metrics(project, case)] == ["answer_relevancy"]
     bare = "name: a\ntest_cases: [{name: c, input: q}]\n"
-    assert "a test case needs at least one of" in error_of(tmp_path, bare)
+    assert "checks nothing: without a model: it needs at least one of" in error_of(tmp_path, bare)
