@@ -383,7 +383,8 @@ def _validate(
             return model.model_validate(data)
         except pydantic.ValidationError as exc:
             errors = exc.errors(include_url=False)
-            if not any(_as_written(data, node, tuple(e["loc"])) for e in errors if _texty(e)):
+            in_file = [_walk(model, tuple(e["loc"]))[0] for e in errors if _texty(e)]
+            if not any(_as_written(data, node, loc) for loc in in_file):
                 err = errors[0]
                 loc: Loc = tuple(err["loc"])
                 raise ConfigError(_describe_error(model, err, loc, node, label)) from None
