@@ -24,8 +24,9 @@ Endpoints (any prefix, so Azure's ``/openai/deployments/<d>/...`` paths work too
   "fake_openai: no scripted chat reply", which the client does not retry, so a test that
   under-scripts fails loudly.
 - ``POST .../messages``: Anthropic's Messages API (provider anthropic), from the same
-  script as chat completions: the same replies in Anthropic's shapes (content blocks, its
-  server-sent events, ``{"type": "error", "error": {...}}`` bodies).
+  script (and ``responder``) as chat completions: the same replies in Anthropic's shapes
+  (content blocks, its server-sent events, ``{"type": "error", "error": {...}}`` bodies;
+  ``finish="length"`` is stop reason ``max_tokens``; log-probabilities are left out).
 - ``POST .../embeddings``: answers with the next scripted reply if any, else with
   deterministic pseudo-random unit vectors (seeded by each input's text) of ``dimensions``
   length (default 1536). ``encoding_format`` float and base64 are both honoured.
@@ -437,6 +438,8 @@ class FakeOpenAI:
 
     def _messages(self, h: BaseHTTPRequestHandler, body: dict[str, Any], record: Recorded) -> None:
         reply = self.chat.pop()
+        if reply is None and self.responder is not None:
+            reply = self.responder(body)
         if reply is None:
             reply = error(400, "fake_openai: no scripted chat reply")
         if reply.kind == "error":
@@ -460,7 +463,9 @@ class FakeOpenAI:
             blocks.append(
                 {"type": "tool_use", "id": call_id, "name": name, "input": json.loads(arguments)}
             )
-        stop = "tool_use" if reply.calls else "end_turn"
+        stop = (
+            "tool_use" if reply.calls else "max_tokens" if reply.finish == "length" else "end_turn"
+        )
         if not body.get("stream"):
             message = _anthropic_message(model, blocks, stop)
             self._send_json(h, record, 200, message)

@@ -1,14 +1,17 @@
 """The judge: an LLM asked for JSON that fits a schema, at temperature 0, cached on disk.
 
-A small layer on the openai client the agent already uses (so any provider ``model:``
-accepts, and any OpenAI-compatible server, works the same), with chat's retries and time
-limits. The reply must parse as JSON and fit the schema, else ``JudgeError``: a metric that
-could not be computed, never a silent pass or a 0 that looks like a score.
+A small layer on the client the agent already uses: the openai client for the other providers
+(and any OpenAI-compatible server), Anthropic's SDK for provider ``anthropic`` (the Messages
+API the agent is called through too), with chat's retries and time limits. The reply must
+parse as JSON and fit the schema, else ``JudgeError``: a metric that could not be computed,
+never a silent pass or a 0 that looks like a score.
 
 When asked for it, the reply's log-probabilities of the ``score`` value are turned into a
 distribution over the possible scores (G-Eval's weighting). A server that refuses
 ``logprobs`` or ``response_format`` is asked again without it (the prompt holds the schema
-too), once per judge.
+too), once per judge. Provider anthropic is asked with the schema in the system prompt
+only: the Messages API takes neither ``response_format`` nor ``logprobs``, so G-Eval's score
+is then the judge's plain integer.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import openai
 import pydantic
 from openai.types.chat import ChatCompletion
 
+from holodeck.agent.anthropic import AnthropicChat, messages_request, read_message
 from holodeck.agent.providers import (
     Connection,
     connection_for,
@@ -91,7 +95,11 @@ class Judge:
     ) -> None:
         self.model = model
         self.connection: Connection = connection_for(model, env)  # ConfigError before work
-        self.client = client or make_async_client(self.connection)
+        #: Provider anthropic: its Messages API (no openai client is made).
+        self.messages_api = (
+            AnthropicChat(self.connection) if model.provider == "anthropic" else None
+        )
+        self.client = client or (None if self.messages_api else make_async_client(self.connection))
         self.cache = cache
         self.usage = usage
         self._gate = asyncio.Semaphore(MAX_CONCURRENT_CALLS)
@@ -104,7 +112,10 @@ class Judge:
 
     async def close(self) -> None:
         """Close the HTTP client."""
-        await self.client.close()
+        if self.client is not None:
+            await self.client.close()
+        if self.messages_api is not None:
+            await self.messages_api.close()
 
     async def ask(
         self,
@@ -140,12 +151,43 @@ class Judge:
                     verdict.cached = True
                     return verdict
         async with self._gate:
-            completion = await self._complete(task, messages, schema, score_range is not None)
-        content, distribution = self._read(completion, score_range)
+            if self.messages_api is not None:
+                content, distribution = await self._ask_messages_api(messages), None
+            else:
+                completion = await self._complete(task, messages, schema, score_range is not None)
+                content, distribution = self._read(completion, score_range)
         verdict = self._verdict(content, schema, distribution)
         if self.cache is not None:
             self.cache.put(key, {"content": content, "distribution": _jsonable(distribution)})
         return verdict
+
+    async def _ask_messages_api(self, messages: list[dict[str, str]]) -> str:
+        """Provider anthropic: one Messages request; its reply's text, errors as JudgeError."""
+        import anthropic
+
+        assert self.messages_api is not None
+        request: dict[str, Any] = {"model": self.model.name, "messages": messages, "temperature": 0}
+        if self.model.max_tokens:
+            request["max_tokens"] = self.model.max_tokens
+        self.usage.calls += 1
+        try:
+            message = await self.messages_api.client.messages.create(**messages_request(request))
+        except anthropic.APIError as exc:
+            raise JudgeError(
+                "judge " + describe_error(exc, self.connection, self.model.name, sdk=anthropic)
+            ) from exc
+        usage = getattr(message, "usage", None)
+        if usage is not None:
+            self.usage.tokens += (usage.input_tokens or 0) + (usage.output_tokens or 0)
+        content, _, stop = read_message(message)
+        if stop == "max_tokens":
+            raise JudgeError(
+                f"judge {self.label}'s reply was cut off at its token limit "
+                f"({_excerpt(content)}); raise the judge's max_tokens or use a larger model"
+            )
+        if stop == "refusal":
+            raise JudgeError(f"judge {self.label} refused to answer: {_excerpt(content)}")
+        return content
 
     async def _complete(
         self,
@@ -155,6 +197,7 @@ class Judge:
         logprobs: bool,
     ) -> ChatCompletion:
         """One request (asked again without what the server refused); errors as JudgeError."""
+        assert self.client is not None
         for _ in range(3):
             request: dict[str, Any] = {
                 "model": self.model.name,

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 import xml.etree.ElementTree as ET
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
 import fake_judge
 import pytest
 from cli_helpers import run_holodeck, write
-from fake_openai import FakeOpenAI, text, tool_calls
+from fake_openai import FakeOpenAI, Reply, text, tool_calls
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = {"OPENAI_API_KEY": "sk-test-evaluations"}
@@ -280,3 +281,60 @@ def test_a_malformed_judge_reply_is_an_error_or_with_fail_on_error_false_a_warni
     # Both name failing jobs (notifications.md: alerts when one fails), so both count.
     assert metric["score"] == pytest.approx(1.0)
     assert metric["reason"] == "2 of 2 passages relevant (passages 1, 2)"
+
+
+CLAUDE_AGENT = """
+name: judged-by-claude
+model: {{provider: anthropic, name: claude-test, endpoint: "{url}"}}
+tools:
+  - type: vectorstore
+    name: kb
+    source: docs/
+    embedding_model: all-MiniLM-L6-v2
+    top_k: 2
+evaluations:
+  metrics:
+    - type: rag
+      metric_type: faithfulness
+      threshold: 0.8
+test_cases:
+  - name: faithful
+    input: {question}
+  - name: unfaithful
+    input: {question}
+"""
+
+
+def test_a_claude_agent_is_judged_by_claude_through_the_messages_api(tmp_path: Path) -> None:
+    """No evaluations.model: the agent's own model judges, a provider anthropic one too."""
+    (tmp_path / "docs").mkdir()
+    shutil.copy(REPO / "examples" / "docs" / "guides" / "retries.md", tmp_path / "docs")
+    agent_replies = deque(
+        reply
+        for answer in (FAITHFUL, UNFAITHFUL)
+        for reply in (tool_calls(("kb", {"query": "default retry attempts"})), text(answer))
+    )
+
+    def claude_replies(body: dict) -> Reply:
+        """The judge's questions carry its schema in the system prompt; the rest are turns."""
+        if '"claims"' in str(body.get("system")):
+            return fake_judge.judge(body)
+        return agent_replies.popleft()
+
+    with FakeOpenAI() as claude:
+        claude.responder = claude_replies
+        write(tmp_path / "agent.yaml", CLAUDE_AGENT.format(url=claude.url, question=QUESTION))
+        env = {"ANTHROPIC_API_KEY": "sk-ant-judged-0123456789"}
+        result = run_holodeck("test", "--report", "r.json", cwd=tmp_path, env=env)
+        requests = claude.message_requests()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "2 cases: 1 passed, 1 failed, 0 errors" in result.stdout
+    assert "Judge anthropic:claude-test: 2 calls" in result.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert metric_scores(report, "faithful") == {"faithfulness": pytest.approx(1.0)}
+    assert metric_scores(report, "unfaithful") == {"faithfulness": pytest.approx(0.0)}
+    judged = [r for r in requests if '"claims"' in str(r.body.get("system"))]
+    assert len(judged) == 2 and all(r.path == "/v1/messages" for r in requests)
+    for r in judged:  # the key of provider anthropic: x-api-key, or a bearer token
+        sent = r.headers.get("x-api-key") or r.headers["authorization"].removeprefix("Bearer ")
+        assert sent == env["ANTHROPIC_API_KEY"]

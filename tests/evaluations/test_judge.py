@@ -200,3 +200,86 @@ def test_the_cache_answers_a_repeated_question_without_a_call(
     assert (usage.calls, usage.cached) == (1, 1)
     assert usage.tokens > 0
     assert (tmp_path / ".holodeck" / "cache" / ".gitignore").read_text().endswith("*\n")
+
+
+# -- provider anthropic: the Messages API through Anthropic's SDK ------------------------
+
+CLAUDE_KEY = "sk-ant-judge-0123456789"
+
+
+def claude_judge(server: FakeOpenAI, usage: Usage | None = None) -> Judge:
+    model = ModelConfig(provider="anthropic", name="claude-judge", endpoint=server.url)
+    return Judge(model, {"ANTHROPIC_API_KEY": CLAUDE_KEY}, None, usage or Usage())
+
+
+def claude_rag(server: FakeOpenAI, metric: str, answer: str, usage: Usage | None = None) -> float:
+    async def go() -> float:
+        judge = claude_judge(server, usage)
+        try:
+            return (
+                await score_rag(metric, judge, RagInputs(QUESTION, answer, EXPECTED, PASSAGES))
+            ).score
+        finally:
+            await judge.close()
+
+    return asyncio.run(go())
+
+
+def test_an_anthropic_judge_is_asked_through_the_messages_api(server: FakeOpenAI) -> None:
+    usage = Usage()
+    assert claude_rag(server, "faithfulness", FAITHFUL, usage) == pytest.approx(1.0)
+    assert claude_rag(server, "faithfulness", UNFAITHFUL, usage) == pytest.approx(0.0)
+    assert server.chat_requests() == []  # never the OpenAI-compatible endpoint
+    (first, _) = server.message_requests()
+    assert first.path == "/v1/messages"
+    sent = first.headers.get("x-api-key") or first.headers["authorization"].removeprefix("Bearer ")
+    assert sent == CLAUDE_KEY  # x-api-key, or a bearer token as newer SDKs send it
+    body = first.body
+    assert body["model"] == "claude-judge" and body["temperature"] == 0
+    assert body["max_tokens"] > 0
+    assert '"claims"' in body["system"]  # the schema, in the system prompt
+    assert [m["role"] for m in body["messages"]] == ["user"]
+    assert "response_format" not in body and "logprobs" not in body
+    assert (usage.calls, usage.cached) == (2, 0) and usage.tokens > 0
+
+
+def test_an_anthropic_judge_gives_geval_its_plain_integer(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    metric = GEvalMetric(
+        name="Correct",
+        criteria="The answer gives the number of attempts of the expected output.",
+        evaluation_params=["actual_output", "expected_output"],
+    )
+
+    async def go() -> float:
+        judge = claude_judge(server)
+        try:
+            steps = await StepsStore(tmp_path).steps_for(metric, judge)
+            values = {"actual_output": FAITHFUL, "expected_output": EXPECTED}
+            return (await score_geval(metric, judge, steps, values)).score
+        finally:
+            await judge.close()
+
+    # The OpenAI judge weighs 8 (p=0.6) and 9 (p=0.4) to 0.84; Claude sends no
+    # log-probabilities, so the score is its integer 8 out of 10.
+    assert asyncio.run(go()) == pytest.approx(0.8, abs=1e-9)
+    assert len(server.message_requests()) == 2  # the steps, then the score
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (text("The answer looks faithful to me."), "reply is not JSON"),
+        (text('{"claims": [', finish="length"), "cut off at its token limit"),
+        (error(401, f"invalid x-api-key {CLAUDE_KEY}"), "anthropic at .* refused the API key"),
+        (error(400, "max_tokens: too large"), "answered 400: max_tokens: too large"),
+    ],
+)
+def test_an_anthropic_judge_reply_that_is_not_a_verdict_is_an_error(
+    server: FakeOpenAI, reply: object, message: str
+) -> None:
+    server.chat.push(reply)  # type: ignore[arg-type]
+    with pytest.raises(JudgeError, match=message) as caught:
+        claude_rag(server, "faithfulness", FAITHFUL)
+    assert CLAUDE_KEY not in str(caught.value)
