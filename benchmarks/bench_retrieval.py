@@ -35,6 +35,13 @@ EVAL = Path(
     or next((p / "shared" / "eval" for p in HERE.parents if (p / "shared" / "eval").is_dir()), ".")
 )
 TOP = 100
+#: Sets made here (``build_faq_sets.py``; the real-folder set) beside the shared ones.
+SETS = HERE / "results" / "sets"
+
+
+def set_dir(name: str) -> Path:
+    """Where a labelled set is: ``shared/eval/NAME``, else ``benchmarks/results/sets/NAME``."""
+    return EVAL / name if (EVAL / name).is_dir() else SETS / name
 
 
 def load(data: Path) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
@@ -125,7 +132,7 @@ def evaluate(tool: VectorStoreTool, queries: dict[str, str], qrels: dict) -> dic
 
 def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
     """The set's project under benchmarks/results/ (ingested once, then only re-checked)."""
-    corpus, _, _ = load(EVAL / name)
+    corpus, _, _ = load(set_dir(name))
     root = HERE / "results" / (name + ("-redis" if redis_url else ""))
     extra = ""
     if redis_url:
@@ -201,7 +208,9 @@ def latency(sizes: list[int]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", dest="sets", action="append", choices=["cranfield", "vaswani_npl"])
+    parser.add_argument(
+        "--set", dest="sets", action="append", help="cranfield, vaswani_npl, faq_perl, ..."
+    )
     parser.add_argument(
         "--backend", choices=["local", "redis"], default="local", help="redis: starts its own"
     )
@@ -230,7 +239,7 @@ def main() -> None:
         server.start()
     try:
         for name in sets:
-            _, queries, qrels = load(EVAL / name)
+            _, queries, qrels = load(set_dir(name))
             for url in [server.url if server else None]:
                 tool = project_for(name, url)
                 report = {"set": name, "backend": tool.backend, "queries": len(qrels)}

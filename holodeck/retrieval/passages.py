@@ -93,14 +93,6 @@ class Passage:
         """The chunks' locations as one range where they are of one kind (``lines 3-40``)."""
         return merge_locations([c.record.location for c in self.chunks])
 
-    def touches(self, rec: ChunkRecord) -> bool:
-        """Whether ``rec`` is this passage's document's chunk right before or after it."""
-        return (
-            rec.doc_id == self.chunks[0].record.doc_id
-            and rec.library_id == self.chunks[0].record.library_id
-            and self.first - 1 <= rec.chunk_index <= self.last + 1
-        )
-
     def add(self, chunk: Scored) -> None:
         self.chunks.append(chunk)
         self.chunks.sort(key=lambda c: c.record.chunk_index)
@@ -111,27 +103,36 @@ def merge(ranked: Iterable[Scored], k: int) -> list[Passage]:
 
     A chunk next to a passage of its document joins it (and joins two passages it bridges);
     one that would make a passage longer than ``MAX_CHUNKS`` is left out, since that place is
-    shown already. So no two passages of an answer touch.
+    shown already. So no two passages of an answer touch. Linear in the chunks: a passage is
+    a run of adjacent chunks, so a chunk looks up only the passages holding its neighbours.
     """
-    passages: list[Passage] = []
+    passages: dict[int, Passage] = {}  # by number, in the order they were started
+    holder: dict[tuple[str, str, int], int] = {}  # a shown chunk's place -> its passage
     for chunk in ranked:
-        near = [p for p in passages if p.touches(chunk.record)]
+        library, doc, index = _place(chunk)
+        if (library, doc, index) in holder:
+            continue  # shown already
+        beside = ((library, doc, index - 1), (library, doc, index + 1))
+        near = sorted({holder[p] for p in beside if p in holder})
         if not near:
             if len(passages) < k:
-                passages.append(Passage([chunk]))
+                holder[(library, doc, index)] = number = len(holder)  # new places only: unique
+                passages[number] = Passage([chunk])
             continue  # past k, still read on: a later chunk may extend a kept passage
-        if any(c.record.chunk_id == chunk.record.chunk_id for p in near for c in p.chunks):
+        if sum(len(passages[n].chunks) for n in near) + 1 > MAX_CHUNKS:
             continue
-        if sum(len(p.chunks) for p in near) + 1 > MAX_CHUNKS:
-            continue
-        home = near[0]
+        home = near[0]  # the earlier passage takes in the chunk and the one it bridges to
         for other in near[1:]:
-            for part in other.chunks:
-                home.add(part)
-            passages.remove(other)
-        home.add(chunk)
-    passages.sort(key=lambda p: -p.score)
-    return passages
+            for part in passages.pop(other).chunks:
+                passages[home].add(part)
+                holder[_place(part)] = home
+        passages[home].add(chunk)
+        holder[(library, doc, index)] = home
+    return sorted(passages.values(), key=lambda p: -p.score)
+
+
+def _place(chunk: Scored) -> tuple[str, str, int]:
+    return chunk.record.library_id, chunk.record.doc_id, chunk.record.chunk_index
 
 
 def merge_locations(locations: list[str]) -> str:

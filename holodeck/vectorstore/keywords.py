@@ -12,6 +12,7 @@ a sentence are found far more often.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from functools import cache
@@ -49,7 +50,9 @@ _COMPOUND = re.compile(
 _MAY_HOLD_COMPOUND = re.compile(r"[^\W_][-_.]+[^\W_]|--[^\W_]")
 _JOINERS = re.compile(r"[-_.]")
 _PART = re.compile(r"[^\W_]+")
-_CODE_LIKE = re.compile(r"[_.]|^-|[A-Z]|\d")
+#: Evidence that a compound is a name in code, not prose: an inner ``_``, ``.`` or ``/``, a
+#: digit, or a leading ``-``/``--`` (camelCase and ALL-CAPS are checked apart).
+_CODE_EVIDENCE = re.compile(r"[^\W_][_./][^\W_]|\d|^-")
 
 
 def words_text(text: str) -> str:
@@ -82,17 +85,29 @@ def query_terms(query: str, max_terms: int = MAX_TERMS) -> list[str]:
 
 
 def query_identifiers(query: str, max_terms: int = MAX_TERMS) -> list[str]:
-    """The code-like compounds of a query (``PURPLE-OTTER``, ``os.path.join``, ``E1234``...).
+    """The code-like compounds of a query (``PURPLE-OTTER``, ``os.path.join``, ``--no-ff``...).
 
-    Code-like: at least 4 characters holding ``_`` or ``.``, a leading ``-``, a capital or a
-    digit. A lower-case hyphenated word (``two-dimensional``) is prose and an abbreviation
-    (``i.e.``) is no name: neither is looked up.
+    Code-like only on evidence (``code_like``), at least 4 characters: a lower-case hyphenated
+    word (``two-dimensional``), a capitalised one opening a sentence (``Number-theoretic``)
+    and an abbreviation (``i.e.``) are prose, not names to look up.
     """
     found: dict[str, str] = {}
     for term in _COMPOUND.findall(query):
-        if 4 <= len(term) <= MAX_TERM_CHARS and _CODE_LIKE.search(term):
+        if 4 <= len(term) <= MAX_TERM_CHARS and code_like(term):
             found.setdefault(term.casefold(), term)
     return list(found.values())[:max_terms]
+
+
+def code_like(term: str) -> bool:
+    """Whether a compound shows it is a name in code: an inner underscore, dot or slash, a
+    digit, a leading ``-``/``--``, camelCase (``getValue``) or ALL-CAPS with a hyphen
+    (``PURPLE-OTTER``). A capital letter alone is no evidence: sentences start with one."""
+    if _CODE_EVIDENCE.search(term):
+        return True
+    if any(a.islower() and b.isupper() for a, b in itertools.pairwise(term)):
+        return True
+    letters = [c for c in term if c.isalpha()]
+    return "-" in term and len(letters) >= 2 and all(c.isupper() for c in letters)
 
 
 def fts5_expression(query: str) -> str | None:

@@ -41,6 +41,20 @@ def test_only_code_like_compounds_are_identifiers() -> None:
     assert query_identifiers("what does error E1234 mean") == []  # not a compound: a word
 
 
+def test_identifiers_need_evidence_not_a_capital() -> None:
+    # sentence-initial capitals are prose: their holders must not be put first
+    for prose in (
+        "Number-theoretic methods for random sequences",
+        "Self-similar solutions of the boundary layer",
+        "Non-linear buckling of shells. Two-dimensional flow too.",
+        "State-of-the-art hybrid search? Hewlett-Packard printers",
+    ):
+        assert query_identifiers(prose) == [], prose
+    # evidence: inner underscore or dot, a digit, a leading dash, camelCase, ALL-CAPS + hyphen
+    query = "max_retries os.path.join UTF-8 x86-64 --force-ingest getValue-x PURPLE-OTTER"
+    assert query_identifiers(query) == query.split()
+
+
 def test_queries_with_nothing_searchable_send_nothing() -> None:
     for query in ("", "   ", "*", "|", "- - --", "the of and", '"', "@:{}"):
         assert fts5_expression(query) is None, query

@@ -83,3 +83,49 @@ def test_a_long_passage_is_cut_to_the_chunk_bound_around_its_best_chunk() -> Non
     assert len(cut) <= 400
     assert "shared seam" in cut and cut.count("omega") > cut.count("alpha")
     assert passage.text_within(10_000) == passage.content
+
+
+def _merged_one_by_one(ranked: list[Scored], k: int) -> list[list[str]]:
+    """The rule of ``merge`` said plainly (each chunk against every kept passage): the
+    reference the linear ``merge`` must match."""
+    passages: list[list[Scored]] = []
+    for chunk in ranked:
+        rec = chunk.record
+        near = [
+            p
+            for p in passages
+            if p[0].record.doc_id == rec.doc_id
+            and min(c.record.chunk_index for c in p) - 1
+            <= rec.chunk_index
+            <= max(c.record.chunk_index for c in p) + 1
+        ]
+        if not near:
+            if len(passages) < k:
+                passages.append([chunk])
+            continue
+        if any(c.record.chunk_id == rec.chunk_id for p in near for c in p):
+            continue
+        if sum(len(p) for p in near) + 1 > MAX_CHUNKS:
+            continue
+        for other in near[1:]:
+            near[0].extend(other)
+            passages.remove(other)
+        near[0].append(chunk)
+    passages.sort(key=lambda p: -max(c.score for c in p))
+    return [sorted(c.record.chunk_id for c in p) for p in passages]
+
+
+def test_merging_matches_the_rule_on_random_rankings() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        chunks = sorted(
+            {(f"d{rng.integers(4)}.md", int(rng.integers(12))) for _ in range(rng.integers(1, 40))}
+        )
+        scores = rng.permutation(len(chunks)) / len(chunks)  # distinct: no tie order involved
+        pairs = zip(chunks, scores, strict=True)
+        ranked = sorted(
+            (chunk(doc, i, f"{doc}{i}", float(s)) for (doc, i), s in pairs), key=lambda c: -c.score
+        )
+        k = int(rng.integers(1, 8))
+        merged = [sorted(c.record.chunk_id for c in p.chunks) for p in merge(ranked, k)]
+        assert merged == _merged_one_by_one(ranked, k)
