@@ -18,6 +18,8 @@ import unicodedata
 from functools import cache
 from typing import Any
 
+from stopwords import get_stopwords
+
 #: Most terms sent to the full-text index: a pasted 100 KB query stays a cheap query (the
 #: dense side still embeds the query as the model reads it).
 MAX_TERMS = 64
@@ -27,11 +29,17 @@ MAX_TERM_CHARS = 200
 #: not a name to look up: its holders get no precedence.
 EXACT_MAX = 10
 
-#: Words never sent: the Query Engine's default stopwords (an index made with them never
-#: holds them, and a union starting with two of them crashes Redis 8.2), left out on every
-#: backend so both ask the same words; on the local index they change nothing measurable
-#: and make common-word queries cheaper.
-STOPWORDS = frozenset(
+#: Words a keyword query leaves out: they say nothing about what a question is about ("how",
+#: "did", "all", "don't") and match most chunks, so BM25 ranks chunks that repeat them over
+#: the one holding the query's rare word. Snowball's English list as the ``stopwords``
+#: package ships it (measured against stop-words' and stopwords-iso's far longer lists, which
+#: drop "c", "line", "value", "system", "test": benchmarks/README.md). The query side only:
+#: the index keeps every word, and a query of nothing but these words still asks them.
+STOPWORDS = frozenset(get_stopwords("english"))
+#: Words never sent at all: the Query Engine's default stopwords (an index made with them
+#: never holds them, and a union starting with two of them crashes Redis 8.2), left out on
+#: every backend so both ask the same words.
+ENGINE_STOPWORDS = frozenset(
     {
         *("a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into"),
         *("is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then"),
@@ -49,6 +57,10 @@ _COMPOUND = re.compile(
 #: What every compound holds somewhere: a cheap test that spares most prose the full scan.
 _MAY_HOLD_COMPOUND = re.compile(r"[^\W_][-_.]+[^\W_]|--[^\W_]")
 _JOINERS = re.compile(r"[-_.]")
+_QUOTES = re.compile(r'["\u201c\u201d]')
+#: An English possessive ending a word (Lucene's EnglishPossessiveFilter drops it too).
+_POSSESSIVE = re.compile(r"(?<=\w)'s\b", re.IGNORECASE)
+_EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?."
 _PART = re.compile(r"[^\W_]+")
 #: Evidence that a compound is a name in code, not prose: an inner ``_``, ``.`` or ``/``, a
 #: digit, or a leading ``-``/``--`` (camelCase and ALL-CAPS are checked apart).
@@ -68,20 +80,43 @@ def idents_text(text: str) -> list[str]:
 
 
 def query_terms(query: str, max_terms: int = MAX_TERMS) -> list[str]:
-    """Each compound of the query whole and each word part, once (case-insensitive),
-    stopwords left out: ``PURPLE-OTTER`` gives ``PURPLE-OTTER``, ``PURPLE``, ``OTTER``."""
+    """The terms a keyword query asks, once per time the query says them (BM25 weighs a term
+    by how often the query repeats it): each compound whole and each of its word parts, stop
+    words left out. ``PURPLE-OTTER`` gives ``PURPLE-OTTER``, ``PURPLE``, ``OTTER``.
+
+    A possessive ``'s`` goes (``cornell's`` asks ``cornell``); a contraction in the stop list
+    (``don't``) goes whole. Words inside double quotes are kept, stop words or not (``"out of
+    memory"``), and a query of stop words alone asks them all (``how to``): both still find
+    what they name. The Query Engine's own stopwords are never asked.
+    """
+    terms = _terms(query, STOPWORDS, max_terms)
+    return terms or _terms(query, frozenset(), max_terms)
+
+
+def _terms(query: str, stop: frozenset[str], max_terms: int) -> list[str]:
     terms: list[str] = []
-    seen: set[str] = set()
-    for word in query.split():
+    for word, quoted in _words(query):
+        word = word.replace("\u2019", "'")
+        if not quoted and word.strip(_EDGE_PUNCTUATION).casefold() in stop:
+            continue
+        word = _POSSESSIVE.sub("", word)
         for term in (*_COMPOUND.findall(word), *_PART.findall(word)):
             key = term.casefold()
-            if key in seen or key in STOPWORDS or len(term) > MAX_TERM_CHARS:
+            if key in ENGINE_STOPWORDS or (key in stop and not quoted):
                 continue
-            seen.add(key)
-            terms.append(term)
-            if len(terms) >= max_terms:
-                return terms
+            if len(term) <= MAX_TERM_CHARS:
+                terms.append(term)
+                if len(terms) >= max_terms:
+                    return terms
     return terms
+
+
+def _words(query: str) -> list[tuple[str, bool]]:
+    """The query's words, each with whether it stands inside double quotes."""
+    words = []
+    for i, part in enumerate(_QUOTES.split(query)):
+        words += [(word, i % 2 == 1) for word in part.split()]
+    return words
 
 
 def query_identifiers(query: str, max_terms: int = MAX_TERMS) -> list[str]:
@@ -130,9 +165,10 @@ def stems_text(text: str) -> str:
 
 def redis_expression(query: str, field: str) -> str | None:
     """A Query Engine clause on ``field`` (``stems``) ORing the stems of the query's word
-    parts, escaped (None when nothing is left). Compounds are looked up apart (``idents``)."""
-    parts = [t for t in query_terms(query) if _PART.fullmatch(t)]
-    stems = list(dict.fromkeys(_stems(parts)))
+    parts, escaped, as often as the query says them (the engine adds a repeated term's
+    BM25 again, as FTS5 does); None when nothing is left. Compounds are looked up apart
+    (``idents``)."""
+    stems = _stems([t for t in query_terms(query) if _PART.fullmatch(t)])
     if not stems:
         return None
     return f"@{field}:(" + " | ".join(_redis_escape(p) for p in stems) + ")"

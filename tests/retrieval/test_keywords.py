@@ -23,16 +23,30 @@ def test_a_chunk_is_indexed_by_split_words_and_whole_identifiers() -> None:
     assert idents_text(text) == ["max_retries", "os.path.join", "--no-ff", "v2.3.1"]
 
 
-def test_query_terms_hold_each_compound_and_its_parts_once_without_stopwords() -> None:
+def test_query_terms_hold_each_compound_and_its_parts_as_often_as_said() -> None:
     assert query_terms("what is the PURPLE-OTTER flag of purple things?") == [
-        "what",
         "PURPLE-OTTER",
         "PURPLE",
         "OTTER",
         "flag",
+        "purple",
         "things",
     ]
     assert fts5_expression('say "max_retries"') == ('"say" OR "max_retries" OR "max" OR "retries"')
+    assert fts5_expression("flow flow over it") == '"flow" OR "flow"'
+
+
+def test_stop_words_possessives_and_contractions_are_not_asked() -> None:
+    assert query_terms("what is the name of chris cornell's band?") == [
+        "name",
+        "chris",
+        "cornell",
+        "band",
+    ]
+    assert query_terms("I don\u2019t see how EL1 did it all") == ["see", "EL1"]
+    # ... unless quoted, or nothing else is left
+    assert query_terms('"out of memory" crash') == ["out", "memory", "crash"]
+    assert query_terms("how did you do it all") == ["how", "did", "you", "do", "all"]
 
 
 def test_only_code_like_compounds_are_identifiers() -> None:
@@ -56,7 +70,7 @@ def test_identifiers_need_evidence_not_a_capital() -> None:
 
 
 def test_queries_with_nothing_searchable_send_nothing() -> None:
-    for query in ("", "   ", "*", "|", "- - --", "the of and", '"', "@:{}"):
+    for query in ("", "   ", "*", "|", "- - --", "the of and", '"', "@:{}", '"to be or not"'):
         assert fts5_expression(query) is None, query
         assert redis_expression(query, "words") is None, query
 
@@ -74,4 +88,5 @@ def test_redis_asks_the_stems_of_word_parts_escaped() -> None:
     )
     assert redis_expression("@tenant_id:{*} | secret", "stems") == "@stems:(tenant | id | secret)"
     assert redis_expression("naïve cafés", "stems") == "@stems:(naiv | cafe)"
+    assert redis_expression("retry retried jobs", "stems") == "@stems:(retri | retri | job)"
     assert stems_text("Retries failed; the naïve\nretry") == "retri fail the naiv retri"

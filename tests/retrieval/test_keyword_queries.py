@@ -1,0 +1,99 @@
+"""What a keyword query asks, as a user sees it in the ranking, on both stores: the words the
+question is about, not its noise words; a word said twice counts twice; quoted and stop-word
+queries still find what they name.
+
+The real model, real files, the local SQLite index and a real Redis with the Query Engine.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_hybrid_search import project, ready_tool
+
+#: Chatty notes full of the words a question is asked with, and the one note that names EL1.
+NOISE = {
+    f"chat/thread{i}.md": f"""
+        # Thread {i}
+
+        I don't see how it did all that. How did you do it all? I did see all of it, and I
+        don't know how. All of us did, and the team's notes say we all did see how.
+        """
+    for i in range(3)
+}
+DOCS = {
+    **NOISE,
+    "arm/levels.md": """
+        # Exception levels
+
+        Kernel code runs at EL1; applications run at EL0 and the hypervisor at EL2.
+        """,
+    "arm/caches.md": """
+        # Caches
+
+        The data cache is write-back; cleaning a line writes it to memory.
+        """,
+    "physics/boundary.md": """
+        # Boundary layers
+
+        Near the wall the boundary layer thickens downstream of the leading edge.
+        """,
+    "physics/shocks.md": """
+        # Shock waves
+
+        A normal shock wave slows the supersonic stream to subsonic speed at once.
+        """,
+    "ops/oom.md": """
+        # Crashes
+
+        The worker crashed because the machine ran out of memory during the export.
+        """,
+    "ops/memory.md": """
+        # Memory
+
+        Memory use, memory limits and memory graphs: the memory page shows memory.
+        """,
+}
+
+
+@pytest.fixture(scope="module", params=["local", "redis"])
+def tool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    database = ""
+    if request.param == "redis":
+        from test_hybrid_search import redis_database
+
+        url = request.getfixturevalue("redis_url")
+        database = redis_database(url, "kw_queries_" + tmp_path_factory.mktemp("x").name)
+    tool = ready_tool(project(tmp_path_factory.mktemp(request.param), DOCS, database))
+    yield tool
+    tool.close()
+
+
+def first(tool, query: str) -> str:
+    results, _ = tool.find(query, mode="keyword")
+    assert results, query
+    return results[0].doc_id
+
+
+@pytest.mark.redis
+def test_noise_words_of_a_question_do_not_outrank_its_rare_word(tool) -> None:
+    # "I", "don't", "see", "how", "did", "all" fill the chatty notes; EL1 is in one note
+    assert first(tool, "I don't see how EL1 did it all?") == "arm/levels.md"
+    assert first(tool, "what runs at EL1's level, did you see how?") == "arm/levels.md"
+    results, _ = tool.find("I don't see how EL1 did it all?", mode="hybrid")
+    assert results[0].doc_id == "arm/levels.md"
+
+
+@pytest.mark.redis
+def test_a_word_the_query_repeats_weighs_more(tool) -> None:
+    # "boundary" and "shock" are equally rare; the query that says one twice prefers it
+    assert first(tool, "boundary boundary layer or shock wave") == "physics/boundary.md"
+    assert first(tool, "boundary layer or shock shock wave") == "physics/shocks.md"
+
+
+@pytest.mark.redis
+def test_quoted_words_and_stop_word_queries_are_still_asked(tool) -> None:
+    # unquoted, "out" is a stop word and the page that says "memory" most wins
+    assert first(tool, "out of memory") == "ops/memory.md"
+    assert first(tool, '"out of memory"') == "ops/oom.md"
+    # nothing but stop words: asked anyway, rather than an empty keyword side
+    assert first(tool, "how did you do it all") in NOISE
