@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from holodeck.retrieval.passages import Scored
-from holodeck.vectorstore.records import ChunkHit
+from holodeck.vectorstore.records import ChunkHit, ChunkRecord
 
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
@@ -46,37 +46,39 @@ def fuse(
     bm25 = {h.record.chunk_id: h.score for h in keyword}
     best = max(bm25.values(), default=0.0)
     floor = min(bm25.values()) if len(bm25) >= depth else 0.0
-    chunks = {h.record.chunk_id: h.record for h in (*dense, *keyword, *exact)}
+    records = list({h.record.chunk_id: h.record for h in (*dense, *keyword, *exact)}.values())
+    similarity = _cosines(records, query)
+    relative = np.array([bm25.get(r.chunk_id, floor) for r in records], dtype=np.float64)
+    relative = relative / best if best > 0 else np.zeros(len(records))
+    weight = {"semantic": 0.0, "keyword": 1.0}.get(mode, KEYWORD_WEIGHT)
+    own = np.clip((1 - weight) * similarity + weight * relative, 0.0, 1.0)
     first = {h.record.chunk_id for h in exact}
-    scored: list[Scored] = []
-    for chunk_id, record in chunks.items():
-        similarity = _cosine(record.vector, query)
-        relative = bm25.get(chunk_id, floor) / best if best > 0 else 0.0
-        if mode == "semantic":
-            score = similarity
-        elif mode == "keyword":
-            score = relative
-        else:
-            score = (1 - KEYWORD_WEIGHT) * similarity + KEYWORD_WEIGHT * relative
-        scored.append(Scored(record, min(1.0, max(0.0, score)), similarity))
-    own = {s.record.chunk_id: s.score for s in scored}
-    lift = max((s.score for s in scored if s.record.chunk_id not in first), default=0.0)
-    for s in scored:
-        if s.record.chunk_id in first:
-            s.score = max(s.score, lift)
-    scored.sort(
-        key=lambda s: (
-            s.record.chunk_id not in first,
-            -s.score,
-            -own[s.record.chunk_id],
-            s.record.chunk_id,
-        )
+    lift = max(
+        (float(s) for r, s in zip(records, own, strict=True) if r.chunk_id not in first),
+        default=0.0,
     )
-    return scored
+    scored = [
+        Scored(r, max(float(s), lift) if r.chunk_id in first else float(s), float(sim))
+        for r, s, sim in zip(records, own, similarity, strict=True)
+    ]
+    order = sorted(
+        range(len(scored)),
+        key=lambda i: (
+            scored[i].record.chunk_id not in first,
+            -scored[i].score,
+            -own[i],
+            scored[i].record.chunk_id,
+        ),
+    )
+    return [scored[i] for i in order]
 
 
-def _cosine(vector: np.ndarray, query: np.ndarray) -> float:
-    """Cosine similarity of two unit vectors, clamped to [0, 1] like every store's score."""
-    if vector.size != query.size:
-        return 0.0
-    return float(min(1.0, max(0.0, float(np.dot(vector, query)))))
+def _cosines(records: Sequence[ChunkRecord], query: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each record's unit vector with the query, in one product, clamped
+    to [0, 1] like every store's score (0 for a vector of another length)."""
+    similarity = np.zeros(len(records))
+    rows = [i for i, r in enumerate(records) if r.vector.size == query.size]
+    if rows:
+        matrix = np.stack([records[i].vector for i in rows])
+        similarity[rows] = matrix.astype(np.float64) @ query.astype(np.float64)
+    return np.clip(similarity, 0.0, 1.0)
