@@ -129,3 +129,28 @@ def test_merging_matches_the_rule_on_random_rankings() -> None:
         k = int(rng.integers(1, 8))
         merged = [sorted(c.record.chunk_id for c in p.chunks) for p in merge(ranked, k)]
         assert merged == _merged_one_by_one(ranked, k)
+
+
+def test_a_large_top_k_of_neighbouring_chunks_still_fills_up() -> None:
+    # One long document whose chunks rank in document order: every passage takes three
+    # neighbours and leaves the fourth out, so 40 passages need 160 candidates, more than
+    # the first round asks; the answer holds as many as three candidates per passage allow.
+    from holodeck.retrieval.hybrid import retrieve
+    from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
+    from holodeck.vectorstore.records import ChunkFilters, DocState, chunk_id_for
+    from holodeck.vectorstore.store import VectorStore
+
+    store = VectorStore(MemoryIndexAdapter())
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    records = []
+    for i in range(200):
+        angle = i / 200  # similarity falls along the document
+        rec = chunk("long.md", i, f"part {i}", 0.0).record
+        rec.chunk_id = chunk_id_for("t", "kb", "long.md", i)
+        rec.vector = np.array([np.cos(angle), np.sin(angle)], dtype=np.float32)
+        records.append(rec)
+    store.write_document("t", "kb", "long.md", records, DocState("long.md", 1, 1, "h", 200))
+    scope = ChunkFilters(library_ids=["kb"])
+    passages, _ = retrieve(store, "t", "part", query, 40, scope, mode="semantic")
+    assert len(passages) == 30  # 120 candidates (40 x 3), four chunks per passage
+    assert [(p.first, p.last) for p in passages[:2]] == [(0, 2), (4, 6)]
