@@ -15,14 +15,9 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from holodeck.vectorstore.keywords import STOPWORDS
+
 _STEMMER = snowballstemmer.stemmer("english")
-#: Words too common to say what a question is about.
-STOPWORDS = frozenset(
-    """a about after all an and any are as at be been before but by can could did do does for
-    from get gets had has have how i if in into is it its me my no not of on or our should so
-    than that the their them then there these they this those to was we were what when where
-    which who why will with would you your""".split()  # noqa: SIM905 (a list would be 70 lines)
-)
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _OWN_LINE = re.compile(r"^\s*(?:[-*+|#>]|\d+[.)]\s|`{3})")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
