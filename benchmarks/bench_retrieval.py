@@ -152,9 +152,9 @@ def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
     return tool
 
 
-def latency(sizes: list[int]) -> None:
-    """Search latency per mode at each size, query embedding included, on local indexes of
-    real texts (both sets' documents, repeated) with synthetic vectors, k = 5."""
+def latency(sizes: list[int], top_ks: list[int]) -> None:
+    """Search latency per mode at each size and top_k, query embedding included, on local
+    indexes of real texts (both sets' documents, repeated) with synthetic vectors."""
     import random
     import tempfile
 
@@ -182,27 +182,22 @@ def latency(sizes: list[int]) -> None:
             recs = records(d, vectors[d * PER_DOC : (d + 1) * PER_DOC], chunk_texts)
             store.write_document("bench", "kb", recs[0].doc_id, recs, state(recs))
         scope = ChunkFilters(library_ids=["kb"])
-        row: dict[str, object] = {"chunks": size}
-        for mode in ("semantic", "keyword", "hybrid"):
-            retrieve(store, "bench", sample[0], embedder.embed([sample[0]])[0], 5, scope, mode)
-            times = []
-            for question in sample:
-                started = time.perf_counter()  # the query's embedding included, as in find()
-                retrieve(
-                    store,
-                    "bench",
-                    question,
-                    embedder.embed([question])[0],
-                    5,
-                    scope,
-                    mode,
-                )
-                times.append((time.perf_counter() - started) * 1000)
-            row[mode] = {
-                "p50 ms": round(percentile(times, 50), 1),
-                "p95 ms": round(percentile(times, 95), 1),
-            }
-        print(json.dumps(row), flush=True)
+        for top_k in top_ks:
+            row: dict[str, object] = {"chunks": size, "top_k": top_k}
+            for mode in ("semantic", "keyword", "hybrid"):
+                first = sample[0]
+                retrieve(store, "bench", first, embedder.embed([first])[0], top_k, scope, mode)
+                times = []
+                for question in sample:
+                    started = time.perf_counter()  # the query's embedding included, as find()
+                    vector = embedder.embed([question])[0]
+                    retrieve(store, "bench", question, vector, top_k, scope, mode)
+                    times.append((time.perf_counter() - started) * 1000)
+                row[mode] = {
+                    "p50 ms": round(percentile(times, 50), 1),
+                    "p95 ms": round(percentile(times, 95), 1),
+                }
+            print(json.dumps(row), flush=True)
         store.adapter.close()
 
 
@@ -216,6 +211,9 @@ def main() -> None:
     )
     parser.add_argument("--latency", type=int, nargs="*", help="sizes for search latency")
     parser.add_argument(
+        "--top-k", type=int, nargs="*", default=[5], help="top_k of the latency runs (5)"
+    )
+    parser.add_argument(
         "--ann-min-rows",
         type=int,
         help="give a library of this many chunks the approximate index file (to measure its "
@@ -227,7 +225,7 @@ def main() -> None:
 
         sqlite_vectors.ANN_MIN_ROWS = args.ann_min_rows
     if args.latency is not None:
-        latency(args.latency or [10_000, 100_000])
+        latency(args.latency or [10_000, 100_000], args.top_k)
         return
     sets = args.sets or ["cranfield", "vaswani_npl"]
     server = None

@@ -53,24 +53,13 @@ def fuse(
     weight = {"semantic": 0.0, "keyword": 1.0}.get(mode, KEYWORD_WEIGHT)
     own = np.clip((1 - weight) * similarity + weight * relative, 0.0, 1.0)
     first = {h.record.chunk_id for h in exact}
-    lift = max(
-        (float(s) for r, s in zip(records, own, strict=True) if r.chunk_id not in first),
-        default=0.0,
-    )
-    scored = [
-        Scored(r, max(float(s), lift) if r.chunk_id in first else float(s), float(sim))
-        for r, s, sim in zip(records, own, similarity, strict=True)
-    ]
-    order = sorted(
-        range(len(scored)),
-        key=lambda i: (
-            scored[i].record.chunk_id not in first,
-            -scored[i].score,
-            -own[i],
-            scored[i].record.chunk_id,
-        ),
-    )
-    return [scored[i] for i in order]
+    lifted = np.array([r.chunk_id in first for r in records], dtype=bool)
+    score = own.copy()
+    if lifted.any():
+        score[lifted] = np.maximum(own[lifted], own[~lifted].max(initial=0.0))
+    ids = np.array([r.chunk_id for r in records], dtype=str)
+    order = np.lexsort((ids, -own, -score, ~lifted))  # the last key sorts first
+    return [Scored(records[i], float(score[i]), float(similarity[i])) for i in order]
 
 
 def _cosines(records: Sequence[ChunkRecord], query: np.ndarray) -> np.ndarray:

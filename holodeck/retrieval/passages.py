@@ -109,16 +109,18 @@ def merge(ranked: Iterable[Scored], k: int) -> list[Passage]:
     passages: dict[int, Passage] = {}  # by number, in the order they were started
     holder: dict[tuple[str, str, int], int] = {}  # a shown chunk's place -> its passage
     for chunk in ranked:
-        library, doc, index = _place(chunk)
-        if (library, doc, index) in holder:
+        rec = chunk.record
+        place = (rec.library_id, rec.doc_id, rec.chunk_index)
+        if place in holder:
             continue  # shown already
-        beside = ((library, doc, index - 1), (library, doc, index + 1))
-        near = sorted({holder[p] for p in beside if p in holder})
-        if not near:
+        before = holder.get((rec.library_id, rec.doc_id, rec.chunk_index - 1))
+        after = holder.get((rec.library_id, rec.doc_id, rec.chunk_index + 1))
+        if before is None and after is None:
             if len(passages) < k:
-                holder[(library, doc, index)] = number = len(holder)  # new places only: unique
+                holder[place] = number = len(holder)  # new places only: unique
                 passages[number] = Passage([chunk])
             continue  # past k, still read on: a later chunk may extend a kept passage
+        near = sorted({n for n in (before, after) if n is not None})
         if sum(len(passages[n].chunks) for n in near) + 1 > MAX_CHUNKS:
             continue
         home = near[0]  # the earlier passage takes in the chunk and the one it bridges to
@@ -127,7 +129,7 @@ def merge(ranked: Iterable[Scored], k: int) -> list[Passage]:
                 passages[home].add(part)
                 holder[_place(part)] = home
         passages[home].add(chunk)
-        holder[(library, doc, index)] = home
+        holder[place] = home
     return sorted(passages.values(), key=lambda p: -p.score)
 
 
