@@ -130,6 +130,42 @@ def evaluate(tool: VectorStoreTool, queries: dict[str, str], qrels: dict) -> dic
     return rows
 
 
+def realdocs(modes: tuple[str, ...] = ("keyword", "semantic", "hybrid")) -> dict[str, dict]:
+    """The real-folder question set (bench_realdocs.py's folder and questions.yaml) scored by
+    place, not file: a result counts when it is the first to point at an answer's lines,
+    pages, slides, sheet or heading; nDCG@10, R@10 and MRR@10 over the tool's top 10."""
+    import yaml
+    from bench_realdocs import FOLDER, QUESTIONS, location_hit
+    from bench_realdocs import project as realdocs_project
+
+    questions = yaml.safe_load(QUESTIONS.read_text())
+    tool = reload_tool(realdocs_project(FOLDER, HERE / "results" / "realdocs"))
+    tool.initialize_sync()
+    rows: dict[str, dict] = {}
+    for mode in modes:
+        totals: dict[str, float] = defaultdict(float)
+        for q in questions:
+            results, _ = tool.find(q["question"], top_k=10, mode=mode)  # type: ignore[arg-type]
+            found: set[int] = set()
+            gains = []
+            for r in results[:10]:
+                hits = {
+                    i
+                    for i, a in enumerate(q["answers"])
+                    if i not in found and r.doc_id == a["file"] and location_hit(a, vars(r))
+                }
+                gains.append(1 if hits else 0)
+                found |= hits
+            ideal = sum(1 / math.log2(i + 2) for i in range(min(len(q["answers"]), 10)))
+            first = next((i for i, g in enumerate(gains) if g), None)
+            totals["nDCG@10"] += sum(g / math.log2(i + 2) for i, g in enumerate(gains)) / ideal
+            totals["R@10"] += len(found) / len(q["answers"])
+            totals["MRR@10"] += 0.0 if first is None else 1.0 / (first + 1)
+        rows[mode] = {key: round(value / len(questions), 3) for key, value in totals.items()}
+    tool.close()
+    return rows
+
+
 def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
     """The set's project under benchmarks/results/ (ingested once, then only re-checked)."""
     corpus, _, _ = load(set_dir(name))
@@ -228,6 +264,10 @@ def main() -> None:
         latency(args.latency or [10_000, 100_000], args.top_k)
         return
     sets = args.sets or ["cranfield", "vaswani_npl"]
+    if "realdocs" in sets:
+        sets.remove("realdocs")
+        report = {"set": "realdocs", "backend": "local", "rows": realdocs()}
+        print(json.dumps(report, indent=1), flush=True)
     server = None
     if args.backend == "redis":
         sys.path.insert(0, str(HERE.parent / "tests"))

@@ -1,10 +1,16 @@
 """One ranking from the keyword (BM25) and semantic (cosine) candidates of a query.
 
-Measured on both dev sets (benchmarks/README.md): ``0.75 x cosine + 0.25 x BM25 / the query's
-best BM25`` beats BM25 alone, the model alone and reciprocal-rank fusion on both, with one
-setting. The cosine is kept as is, on its absolute scale: a query the model does not
-understand (an identifier) gives flat, low cosines and lets the keyword side decide, while a
-confident model keeps its margins; BM25 has no such scale, so it is divided by the best.
+The hybrid score is ``(1 - w) x cosine + w x BM25 / the query's best BM25``. The cosine is
+kept as is, on its absolute scale: a query the model does not understand (an identifier)
+gives flat, low cosines and lets the keyword side decide, while a confident model keeps its
+margins; BM25 has no such scale, so it is divided by the best. The keyword side's share
+``w`` follows how far each side can be trusted on this query (``keyword_weight``): it grows
+with how much of the query the best keyword match covers (its BM25 against the sum of the
+query terms' IDFs: a match of the rare terms, not of the common ones) and shrinks as the
+model's best chunk stands out from its tenth (the model is sure). Measured on six dev sets
+(benchmarks/README.md): a fixed share won on keyword-heavy sets and lost to the model alone
+on questions over short passages, where every passage repeats its subject's name and the
+keyword side favours the repeats; this one keeps the wins and stops the loss.
 Every candidate's cosine is exact (the stores return vectors). Chunks holding a rare
 identifier of the query whole come first: an agent asking for ``max_retries`` wants the
 chunks that say it, even when the model prefers prose about retries.
@@ -22,9 +28,22 @@ from holodeck.vectorstore.records import ChunkHit, ChunkRecord
 
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
-#: Share of the keyword side in the hybrid score; the semantic side has the rest. The
-#: optimum is flat from 0.2 to 0.35 on both sets (benchmarks/README.md).
-KEYWORD_WEIGHT = 0.25
+#: The keyword side's share when its best match covers the whole query and the model's top
+#: chunks score alike; ...
+KEYWORD_WEIGHT = 0.45
+#: ... less by this much per unit of the model's lead (its best cosine minus its tenth) ...
+CONFIDENCE_SCALE = 2.0
+#: ... measured at this rank of the model's list.
+CONFIDENCE_RANK = 10
+
+
+def keyword_weight(dense: Sequence[ChunkHit], best: float, scale: float) -> float:
+    """The keyword side's share of a hybrid score for this query (dense: the semantic
+    candidates, best first; best: the best BM25; scale: the query terms' summed IDFs)."""
+    coverage = min(1.0, best / scale) if scale > 0 else 0.0
+    top = [h.score for h in dense[:CONFIDENCE_RANK]]
+    lead = top[0] - top[-1] if top else 0.0
+    return KEYWORD_WEIGHT * coverage * max(0.0, 1.0 - CONFIDENCE_SCALE * lead)
 
 
 def fuse(
@@ -34,10 +53,12 @@ def fuse(
     mode: SearchMode,
     depth: int,
     exact: Collection[ChunkHit] = (),
+    scale: float = 0.0,
 ) -> list[Scored]:
     """The candidates of both sides, each chunk once, best first, scores in [0, 1].
 
-    semantic: the cosine; keyword: BM25 / best BM25; hybrid: the weighted sum. A chunk the
+    semantic: the cosine; keyword: BM25 / best BM25; hybrid: the weighted sum, the keyword
+    side's share from ``keyword_weight`` (``scale``: the query terms' summed IDFs). A chunk the
     keyword side did not return gets that side's floor: its lowest score when the list was
     cut at ``depth``, else 0 (the list held every match). ``exact`` (holders of a rare
     identifier of the query) rank first, their score raised to at least every other's, so
@@ -50,7 +71,10 @@ def fuse(
     similarity = _cosines(records, query)
     relative = np.array([bm25.get(r.chunk_id, floor) for r in records], dtype=np.float64)
     relative = relative / best if best > 0 else np.zeros(len(records))
-    weight = {"semantic": 0.0, "keyword": 1.0}.get(mode, KEYWORD_WEIGHT)
+    if mode == "hybrid":
+        weight = keyword_weight(dense, best, scale)
+    else:
+        weight = 1.0 if mode == "keyword" else 0.0
     own = np.clip((1 - weight) * similarity + weight * relative, 0.0, 1.0)
     first = {h.record.chunk_id for h in exact}
     lifted = np.array([r.chunk_id in first for r in records], dtype=bool)

@@ -88,12 +88,14 @@ def _ranked(
     dense = _BOTH_SIDES.submit(semantic_side)
     keyword: list[ChunkHit] = []
     exact: list[ChunkHit] = []
+    scale = 0.0
     if mode != "semantic":
         keyword = store.keyword_search(tenant_id, query, depth, filters)
+        scale = store.keyword_scale(query) if mode == "hybrid" and keyword else 0.0
         for identifier in query_identifiers(query):
             holders = store.identifier_holders(tenant_id, identifier, EXACT_MAX + 1, filters)
             if len(holders) <= EXACT_MAX:  # a rare name, not a common compound
                 exact += holders
     query_vector, semantic = dense.result()
-    ranked = fuse(semantic, keyword, query_vector, mode, depth, exact)
+    ranked = fuse(semantic, keyword, query_vector, mode, depth, exact, scale)
     return ranked, depth in (len(semantic), len(keyword))

@@ -149,12 +149,12 @@ def fts5_expression(query: str) -> str | None:
     """An FTS5 MATCH expression ORing the query's terms, each a quoted string (None when
     nothing searchable is left: FTS5 rejects an empty MATCH)."""
     terms = query_terms(query)
-    return " OR ".join(_fts5_string(t) for t in terms) if terms else None
+    return " OR ".join(fts5_phrase(t) for t in terms) if terms else None
 
 
 def fts5_identifier(identifier: str) -> str:
     """An FTS5 MATCH expression finding chunks that hold ``identifier`` whole."""
-    return "{idents} : " + _fts5_string(identifier)
+    return "{idents} : " + fts5_phrase(identifier)
 
 
 def stems_text(text: str) -> str:
@@ -163,15 +163,23 @@ def stems_text(text: str) -> str:
     return " ".join(_stems(_PART.findall(words_text(text))))
 
 
+def is_compound(term: str) -> bool:
+    """Whether a query term is a compound (``max_retries``), not a word part."""
+    return _PART.fullmatch(term) is None
+
+
+def redis_stems(query: str) -> list[str]:
+    """The stems of the query's word parts, escaped for the Query Engine, as often as the
+    query says them (the engine adds a repeated term's BM25 again, as FTS5 does).
+    Compounds are looked up apart (``idents``)."""
+    return [_redis_escape(p) for p in _stems([t for t in query_terms(query) if not is_compound(t)])]
+
+
 def redis_expression(query: str, field: str) -> str | None:
-    """A Query Engine clause on ``field`` (``stems``) ORing the stems of the query's word
-    parts, escaped, as often as the query says them (the engine adds a repeated term's
-    BM25 again, as FTS5 does); None when nothing is left. Compounds are looked up apart
-    (``idents``)."""
-    stems = _stems([t for t in query_terms(query) if _PART.fullmatch(t)])
-    if not stems:
-        return None
-    return f"@{field}:(" + " | ".join(_redis_escape(p) for p in stems) + ")"
+    """A Query Engine clause on ``field`` (``stems``) ORing ``redis_stems`` (None when
+    nothing is left)."""
+    stems = redis_stems(query)
+    return f"@{field}:(" + " | ".join(stems) + ")" if stems else None
 
 
 def _stems(words: list[str]) -> list[str]:
@@ -193,7 +201,8 @@ def _porter() -> Any:
     return snowballstemmer.stemmer("porter")
 
 
-def _fts5_string(term: str) -> str:
+def fts5_phrase(term: str) -> str:
+    """``term`` as an FTS5 string (quoted: nothing in it is syntax)."""
     return '"' + term.replace('"', '""') + '"'
 
 

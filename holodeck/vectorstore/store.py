@@ -217,6 +217,11 @@ class VectorStore:
             return []
         return self.adapter.keyword_search(tenant_id, query, k, filters)
 
+    def keyword_scale(self, query: str) -> float:
+        """What a chunk holding each of ``query``'s keyword terms once scores in BM25 (the
+        sum of their IDFs); 0 for a new index or a query with nothing to ask."""
+        return 0.0 if self.adapter.describe() is None else self.adapter.keyword_scale(query)
+
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters | None = None
     ) -> list[ChunkHit]:

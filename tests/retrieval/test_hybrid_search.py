@@ -142,20 +142,6 @@ def redis_database(url: str, index: str) -> str:
     )
 
 
-@pytest.fixture(params=["local", "redis"])
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def database(backend: str, request: pytest.FixtureRequest) -> str:
-    """The agent.yaml ``database:`` lines of the backend under test (empty: local)."""
-    if backend == "local":
-        return ""
-    url = request.getfixturevalue("redis_url")
-    return redis_database(url, request.getfixturevalue("redis_index_name"))
-
-
 def ready_tool(root: Path) -> VectorStoreTool:
     tool = build_tools(load_project(root / "agent.yaml"))[0]
     tool.initialize_sync()

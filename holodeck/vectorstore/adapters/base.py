@@ -89,6 +89,13 @@ class IndexAdapter(Protocol):
         vectors. Scores are BM25, higher is better."""
         ...
 
+    def keyword_scale(self, query: str) -> float:
+        """The BM25 a chunk of average length gets for holding each of ``query``'s terms once
+        (as often as the query says them): the sum of their IDFs as this backend's BM25
+        computes them (over the whole index). 0 when nothing is asked. Fusion divides the
+        best match's BM25 by it to see how much of the query that match covers."""
+        ...
+
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
     ) -> list[ChunkHit]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 import unicodedata
@@ -43,7 +44,7 @@ from holodeck.envvars import REDIS_LOCK_TTL
 from holodeck.errors import ConfigError, IngestError, IngestRunning, ValidationError
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
-from holodeck.vectorstore.keywords import idents_text, redis_expression, stems_text
+from holodeck.vectorstore.keywords import idents_text, redis_expression, redis_stems, stems_text
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
 
 logger = logging.getLogger(__name__)
@@ -330,6 +331,20 @@ class RedisIndexAdapter:
             if len(hits) >= k or len(found.docs) < page:
                 break
         return hits[:k]
+
+    def keyword_scale(self, query: str) -> float:
+        """The sum of the query stems' IDFs as the Query Engine's BM25STD computes them
+        (``log(1 + (N - n + 0.5) / (n + 0.5))`` over the whole index, as its scores are)."""
+        index = self._existing()
+        stems = redis_stems(query)
+        if index is None or not stems:
+            return 0.0
+        search = self._client.ft(self.index_name)
+        with self._guard():
+            total = int(search.info()["num_docs"])
+            hits = {s: search.search(Query(f"@stems:({s})").paging(0, 0).dialect(2)).total
+                    for s in set(stems)}  # fmt: skip
+        return sum(math.log(1 + (total - hits[s] + 0.5) / (hits[s] + 0.5)) for s in stems)
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters

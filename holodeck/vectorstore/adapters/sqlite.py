@@ -311,6 +311,9 @@ class SqliteIndexAdapter:
     ) -> list[ChunkHit]:
         return sqlite_fulltext.keyword_search(self, tenant_id, query, k, filters)
 
+    def keyword_scale(self, query: str) -> float:
+        return sqlite_fulltext.keyword_scale(self, query)
+
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
     ) -> list[ChunkHit]:

@@ -7,6 +7,7 @@ says how FTS5 is asked for it: inside the tenant's scope, ``ORDER BY`` the BM25 
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from typing import Any
 
@@ -18,7 +19,13 @@ from holodeck.vectorstore.adapters.sqlite_query import (
     records_by_id,
     scope_libs,
 )
-from holodeck.vectorstore.keywords import fts5_expression, fts5_identifier
+from holodeck.vectorstore.keywords import (
+    fts5_expression,
+    fts5_identifier,
+    fts5_phrase,
+    is_compound,
+    query_terms,
+)
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 
 #: Column weights of ``bm25()``: ``words``, then ``idents`` (a compound counts twice).
@@ -75,6 +82,30 @@ def keyword_search(
     with reader.reading() as db:
         records = records_by_id(db, [row_id for row_id, _ in ranked], with_vectors=True)
     return [ChunkHit(records[i], float(score)) for i, score in ranked if i in records]
+
+
+def keyword_scale(reader: Reader, query: str) -> float:
+    """The sum of the query terms' IDFs as FTS5's ``bm25()`` computes them (each phrase's
+    matching rows over all rows), a compound weighed as its column (``idents``: 2)."""
+    terms = query_terms(query)
+    if not terms:
+        return 0.0
+    with reader.reading() as db:
+        total = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        hits = {
+            t.casefold(): int(
+                db.execute(
+                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (fts5_phrase(t),)
+                ).fetchone()[0]
+            )
+            for t in terms
+        }
+    return sum((2.0 if is_compound(t) else 1.0) * _idf(total, hits[t.casefold()]) for t in terms)
+
+
+def _idf(total: int, hits: int) -> float:
+    """FTS5's BM25 IDF (fts5_aux.c): never below a millionth, even for a word most rows hold."""
+    return max(1e-6, math.log((total - hits + 0.5) / (hits + 0.5)))
 
 
 def identifier_holders(

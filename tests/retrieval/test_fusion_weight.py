@@ -1,0 +1,77 @@
+"""How much the keyword side counts in a hybrid answer follows how sure each side is: a
+model whose best chunk stands out keeps it first; an unsure one lets a chunk holding every
+word of the query come first. And the keyword side's scale (the summed IDFs of the query's
+terms) is what BM25 gives a chunk holding each of them once, on both stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_hybrid_search import project, ready_tool
+
+from holodeck.retrieval.hybrid import retrieve
+from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
+from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.store import VectorStore
+
+QUERY = "kestrel falcon"
+
+
+def store_with(cosines: dict[str, float]) -> VectorStore:
+    """Six-word notes whose vectors have the given cosine with the query's (the x axis)."""
+    texts = {
+        "birds.md": "notes on birds hunting in winter",
+        "match.md": "kestrel falcon seen near the coast",
+        **{f"bread{i}.md": f"bread recipe number {i} with rye" for i in range(10)},
+    }
+    store = VectorStore(MemoryIndexAdapter())
+    for doc, text in texts.items():
+        cos = cosines.get(doc, cosines["other"])
+        rec = ChunkRecord(
+            chunk_id=chunk_id_for("t", "kb", doc, 0), tenant_id="t", library_id="kb",
+            book_id=".", doc_id=doc, chunk_index=0, content=text,
+            vector=np.array([cos, np.sqrt(1 - cos**2), 0.0], dtype=np.float32),
+            embedding_model="m", source_path=doc, mtime=1.0, content_hash=doc, token_count=6,
+        )  # fmt: skip
+        store.write_document("t", "kb", doc, [rec], DocState(doc, 1.0, 1, doc, 1))
+    return store
+
+
+def first(store: VectorStore) -> str:
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    passages, _ = retrieve(store, "t", QUERY, query, 3, ChunkFilters(library_ids=["kb"]))
+    return passages[0].best.record.doc_id
+
+
+def test_a_sure_model_keeps_its_best_chunk_first() -> None:
+    # the model's best stands out from the rest by 0.40: the keyword match counts little
+    assert first(store_with({"birds.md": 0.70, "match.md": 0.45, "other": 0.30})) == "birds.md"
+
+
+def test_an_unsure_model_lets_a_full_keyword_match_come_first() -> None:
+    # the model's top scores lie within 0.06 of each other: the keyword side decides
+    assert first(store_with({"birds.md": 0.50, "match.md": 0.45, "other": 0.44})) == "match.md"
+
+
+@pytest.mark.redis
+def test_the_keyword_scale_is_the_bm25_of_a_chunk_holding_every_term(
+    tmp_path: Path, database: str
+) -> None:
+    # equal-length notes: a chunk holding each query term once scores the scale exactly
+    docs = {f"n{i}.md": f"plain words about topic number {i} here" for i in range(8)}
+    docs["both.md"] = "kestrel falcon words about topic number"
+    docs["one.md"] = "falcon plain words about topic number"
+    docs["other.md"] = "falcon plain words about the topic"
+    tool = ready_tool(project(tmp_path, docs, database))
+    try:
+        store, tenant = tool.store, tool.project.tenant_id
+        scope = ChunkFilters(library_ids=[tool.name])
+        scale = store.keyword_scale(QUERY)
+        hits = {h.record.doc_id: h.score for h in store.keyword_search(tenant, QUERY, 10, scope)}
+        assert hits["both.md"] == pytest.approx(scale, rel=0.05)
+        # "falcon" is held by three notes, "kestrel" by one: one word is far less of the query
+        assert hits["one.md"] < 0.5 * scale
+    finally:
+        tool.close()
