@@ -32,7 +32,7 @@ MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
 #: chunks score alike; ...
 KEYWORD_WEIGHT = 0.45
 #: ... less by this much per unit of the model's lead (its best cosine minus its tenth) ...
-CONFIDENCE_SCALE = 2.0
+CONFIDENCE_SCALE = 2.5
 #: ... measured at this rank of the model's list.
 CONFIDENCE_RANK = 10
 
@@ -41,8 +41,10 @@ def keyword_weight(dense: Sequence[ChunkHit], best: float, scale: float) -> floa
     """The keyword side's share of a hybrid score for this query (dense: the semantic
     candidates, best first; best: the best BM25; scale: the query terms' summed IDFs)."""
     coverage = min(1.0, best / scale) if scale > 0 else 0.0
-    top = [h.score for h in dense[:CONFIDENCE_RANK]]
-    lead = top[0] - top[-1] if top else 0.0
+    # the lead over the tenth; with fewer candidates there is no telling (a tiny library)
+    lead = 0.0
+    if len(dense) >= CONFIDENCE_RANK:
+        lead = dense[0].score - dense[CONFIDENCE_RANK - 1].score
     return KEYWORD_WEIGHT * coverage * max(0.0, 1.0 - CONFIDENCE_SCALE * lead)
 
 
