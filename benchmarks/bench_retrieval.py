@@ -191,9 +191,13 @@ def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
     return tool
 
 
-def latency(sizes: list[int], top_ks: list[int]) -> None:
+def latency(
+    sizes: list[int], top_ks: list[int], keep: Path | None = None, count: int = 200
+) -> None:
     """Search latency per mode at each size and top_k, query embedding included, on local
-    indexes of real texts (both sets' documents, repeated) with synthetic vectors."""
+    indexes of real texts (both sets' documents, repeated) with synthetic vectors. ``keep``:
+    a folder where each size's index is built once and re-used (to time two versions of the
+    code on the very same index)."""
     import random
     import tempfile
 
@@ -211,11 +215,13 @@ def latency(sizes: list[int], top_ks: list[int]) -> None:
         questions += list(queries.values())
     embedder = make_embedder("all-MiniLM-L6-v2", HERE, None)
     embedder.embed(["warm up"])
-    sample = random.Random(1).sample(questions, 200)
+    sample = random.Random(1).sample(questions, 200)[:count]
     for size in sizes:
-        store = VectorStore(LocalIndexAdapter(Path(tempfile.mkdtemp(prefix="holodeck-lat-"))))
+        folder = keep / str(size) if keep else Path(tempfile.mkdtemp(prefix="holodeck-lat-"))
+        built = folder.exists()
+        store = VectorStore(LocalIndexAdapter(folder))
         vectors = unit_vectors(size)
-        for d in range(size // PER_DOC):
+        for d in range(0 if built else size // PER_DOC):
             ids = range(d * PER_DOC, (d + 1) * PER_DOC)
             chunk_texts = [f"{texts[i % len(texts)]} ({i // len(texts)})" for i in ids]
             recs = records(d, vectors[d * PER_DOC : (d + 1) * PER_DOC], chunk_texts)
@@ -252,6 +258,8 @@ def main() -> None:
     parser.add_argument(
         "--top-k", type=int, nargs="*", default=[5], help="top_k of the latency runs (5)"
     )
+    parser.add_argument("--keep", type=Path, help="build the latency indexes once, here")
+    parser.add_argument("--queries", type=int, default=200, help="queries per latency run")
     parser.add_argument(
         "--ann-min-rows",
         type=int,
@@ -264,7 +272,7 @@ def main() -> None:
 
         sqlite_vectors.ANN_MIN_ROWS = args.ann_min_rows
     if args.latency is not None:
-        latency(args.latency or [10_000, 100_000], args.top_k)
+        latency(args.latency or [10_000, 100_000], args.top_k, args.keep, args.queries)
         return
     sets = args.sets or ["cranfield", "vaswani_npl"]
     if "realdocs" in sets:
