@@ -152,3 +152,26 @@ def test_a_turn_that_errors_stops_the_conversation(tmp_path: Path) -> None:
     assert "### Turn 3: SKIPPED" in markdown
     assert "- **skipped:** not run: an earlier turn errored" in markdown
     assert "turn 2: LLMError: " in markdown and "turns 3-4 not run" in markdown
+
+
+def test_the_time_limit_bounds_the_whole_conversation(tmp_path: Path) -> None:
+    """--timeout is per case: the turn running when it runs out errors, the rest do not run."""
+    write(tmp_path / "calc.py", CALCULATOR)
+    write(tmp_path / ".env", "OPENAI_API_KEY=sk-test-turns\n")
+    with FakeOpenAI() as llm:
+        write(tmp_path / "agent.yaml", AGENT.format(url=llm.url))
+        llm.chat.push(
+            text("In 2019 the operating cash flow was 5120."),
+            text("It was 4800 in 2018.", delay=60),  # answers after a minute
+        )
+        args = ("test", "-k", "passes", "--timeout", "4", "--report", "r.json")
+        done = run_holodeck(*args, cwd=tmp_path, timeout=180)
+    assert done.returncode == 3, done.stdout + done.stderr
+    (case,) = json.loads((tmp_path / "r.json").read_text())["cases"]
+    assert (case["status"], case["error_type"]) == ("error", "CaseTimeout")
+    assert [t["status"] for t in case["turns"]] == ["passed", "error", "skipped", "skipped"]
+    assert case["turns"][1]["reason"] == (
+        "CaseTimeout: the case took longer than 4 s and was stopped (raise the limit with "
+        "`holodeck test --timeout SECONDS`)"
+    )
+    assert case["reason"].endswith("; turns 3-4 not run")
