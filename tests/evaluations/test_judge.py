@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import fake_judge
@@ -42,9 +42,15 @@ def make_judge(server: FakeOpenAI, cache: JudgeCache | None = None) -> Judge:
     return Judge(model, {"OPENAI_API_KEY": "sk-test"}, cache, Usage())
 
 
-def rag(server: FakeOpenAI, metric: str, answer: str, passages: list[str] = PASSAGES) -> float:
+def rag(
+    server: FakeOpenAI,
+    metric: str,
+    answer: str,
+    passages: list[str] = PASSAGES,
+    make: Callable[[FakeOpenAI], Judge] = make_judge,
+) -> float:
     async def go() -> float:
-        judge = make_judge(server)
+        judge = make(server)
         try:
             inputs = RagInputs(QUESTION, answer, EXPECTED, passages)
             return (await score_rag(metric, judge, inputs)).score
@@ -85,7 +91,13 @@ def test_contextual_metrics_judge_the_passages_in_rank_order(server: FakeOpenAI)
     assert len(server.judge_requests()) == calls
 
 
-def geval(server: FakeOpenAI, answer: str, tmp_path: Path, strict: bool = False) -> float:
+def geval(
+    server: FakeOpenAI,
+    answer: str,
+    tmp_path: Path,
+    strict: bool = False,
+    make: Callable[[FakeOpenAI], Judge] = make_judge,
+) -> float:
     metric = GEvalMetric(
         name="Correct",
         criteria="The answer gives the number of attempts of the expected output.",
@@ -94,7 +106,7 @@ def geval(server: FakeOpenAI, answer: str, tmp_path: Path, strict: bool = False)
     )
 
     async def go() -> float:
-        judge = make_judge(server)
+        judge = make(server)
         try:
             steps = await StepsStore(tmp_path).steps_for(metric, judge)
             values = {"actual_output": answer, "expected_output": EXPECTED}
@@ -212,23 +224,14 @@ def claude_judge(server: FakeOpenAI, usage: Usage | None = None) -> Judge:
     return Judge(model, {"ANTHROPIC_API_KEY": CLAUDE_KEY}, None, usage or Usage())
 
 
-def claude_rag(server: FakeOpenAI, metric: str, answer: str, usage: Usage | None = None) -> float:
-    async def go() -> float:
-        judge = claude_judge(server, usage)
-        try:
-            return (
-                await score_rag(metric, judge, RagInputs(QUESTION, answer, EXPECTED, PASSAGES))
-            ).score
-        finally:
-            await judge.close()
-
-    return asyncio.run(go())
-
-
 def test_an_anthropic_judge_is_asked_through_the_messages_api(server: FakeOpenAI) -> None:
     usage = Usage()
-    assert claude_rag(server, "faithfulness", FAITHFUL, usage) == pytest.approx(1.0)
-    assert claude_rag(server, "faithfulness", UNFAITHFUL, usage) == pytest.approx(0.0)
+
+    def make(fake: FakeOpenAI) -> Judge:
+        return claude_judge(fake, usage)
+
+    assert rag(server, "faithfulness", FAITHFUL, make=make) == pytest.approx(1.0)
+    assert rag(server, "faithfulness", UNFAITHFUL, make=make) == pytest.approx(0.0)
     assert server.chat_requests() == []  # never the OpenAI-compatible endpoint
     (first, _) = server.message_requests()
     assert first.path == "/v1/messages"
@@ -246,24 +249,9 @@ def test_an_anthropic_judge_is_asked_through_the_messages_api(server: FakeOpenAI
 def test_an_anthropic_judge_gives_geval_its_plain_integer(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    metric = GEvalMetric(
-        name="Correct",
-        criteria="The answer gives the number of attempts of the expected output.",
-        evaluation_params=["actual_output", "expected_output"],
-    )
-
-    async def go() -> float:
-        judge = claude_judge(server)
-        try:
-            steps = await StepsStore(tmp_path).steps_for(metric, judge)
-            values = {"actual_output": FAITHFUL, "expected_output": EXPECTED}
-            return (await score_geval(metric, judge, steps, values)).score
-        finally:
-            await judge.close()
-
     # The OpenAI judge weighs 8 (p=0.6) and 9 (p=0.4) to 0.84; Claude sends no
     # log-probabilities, so the score is its integer 8 out of 10.
-    assert asyncio.run(go()) == pytest.approx(0.8, abs=1e-9)
+    assert geval(server, FAITHFUL, tmp_path, make=claude_judge) == pytest.approx(0.8, abs=1e-9)
     assert len(server.message_requests()) == 2  # the steps, then the score
 
 
@@ -281,5 +269,5 @@ def test_an_anthropic_judge_reply_that_is_not_a_verdict_is_an_error(
 ) -> None:
     server.chat.push(reply)  # type: ignore[arg-type]
     with pytest.raises(JudgeError, match=message) as caught:
-        claude_rag(server, "faithfulness", FAITHFUL)
+        rag(server, "faithfulness", FAITHFUL, make=claude_judge)
     assert CLAUDE_KEY not in str(caught.value)
