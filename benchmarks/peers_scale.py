@@ -105,6 +105,7 @@ def search(work: Path, name: str) -> None:
 
 
 def disk_mb(folder: Path) -> int:
+    """Bytes of every file under ``folder``, in MiB."""
     return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20)
 
 
@@ -140,14 +141,7 @@ def main() -> None:
                         round(times[int(0.95 * len(times))], 2),
                     ),
                     f"{name}_rss_steady_peak_mb": (round(got["rss"]), round(got["peak"])),
-                    f"{name}_disk_mb": round(
-                        sum(
-                            p.stat().st_size
-                            for p in (work / ("chroma" if name == "chroma" else "lance")).rglob("*")
-                            if p.is_file()
-                        )
-                        / 2**20
-                    ),
+                    f"{name}_disk_mb": disk_mb(work / ("chroma" if name == "chroma" else "lance")),
                 }
             ),
             flush=True,
