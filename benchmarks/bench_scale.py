@@ -14,6 +14,9 @@ abstracts, repeated), 10 chunks per document. For each size, in one run:
   highest (peak, ``VmHWM``).
 
     python benchmarks/bench_scale.py --sizes 100000 300000 1000000 --peers $(benchmarks/peers.sh)
+
+Each size prints holodeck's line first, then the whole row with the peers' numbers;
+``--peer-names chroma`` leaves LanceDB out (its build takes as long as Chroma's).
 """
 
 from __future__ import annotations
@@ -127,6 +130,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--peers", help="python of benchmarks/peers.sh's environment")
+    parser.add_argument(
+        "--peer-names", nargs="+", default=["chroma", "lancedb"], help="peers to build and search"
+    )
     args = parser.parse_args()
     for size in args.sizes:
         run_started = time.perf_counter()
@@ -155,13 +161,14 @@ def main() -> None:
             row["holodeck_rss_steady_peak_mb"] = (round(out["rss_mb"]), round(out["peak_mb"]))
             row["holodeck_disk_mb"] = round(sum(p.stat().st_size for p in folder.iterdir()) / 2**20)
             shutil.rmtree(folder)
+            print(json.dumps(row), flush=True)  # holodeck's part, before the peers' long builds
             if args.peers:
                 np.save(work / "vectors.npy", vectors)
                 np.save(work / "truth.npy", truth)
                 (work / "texts.json").write_text(json.dumps(texts))
                 del vectors, texts
                 peer = subprocess.run(
-                    [args.peers, str(HERE / "peers_scale.py"), str(work)],
+                    [args.peers, str(HERE / "peers_scale.py"), str(work), *args.peer_names],
                     capture_output=True,
                     text=True,
                 )

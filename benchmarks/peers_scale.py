@@ -3,7 +3,8 @@ LanceDB built on the very vectors and texts holodeck got, then searched from a n
 each (200 queries, vector given, k = 10). Prints one JSON line per peer. Not part of the
 product (it must not depend on these packages).
 
-    peers_scale.py WORK              build both, then search each in a new process
+    peers_scale.py WORK [NAME...]    build each (default: chroma lancedb), then search it in a
+                                     new process
     peers_scale.py WORK search NAME  (the search process)
 """
 
@@ -73,6 +74,9 @@ def build_lance(work: Path, vectors: np.ndarray, texts: list[str]) -> float:
     return time.perf_counter() - started
 
 
+BUILDERS = {"chroma": build_chroma, "lancedb": build_lance}
+
+
 def search(work: Path, name: str) -> None:
     queries = np.load(work / "queries.npy")
     if name == "chroma":
@@ -111,13 +115,15 @@ def disk_mb(folder: Path) -> int:
 
 def main() -> None:
     work = Path(sys.argv[1])
-    if len(sys.argv) > 2:
+    if sys.argv[2:3] == ["search"]:
         search(work, sys.argv[3])
         return
+    names = sys.argv[2:] or list(BUILDERS)
     vectors = np.load(work / "vectors.npy", mmap_mode="r")
     texts = json.loads((work / "texts.json").read_text())
     truth = np.load(work / "truth.npy")
-    for name, build in (("chroma", build_chroma), ("lancedb", build_lance)):
+    for name in names:
+        build = BUILDERS[name]
         try:
             took = build(work, np.ascontiguousarray(vectors), texts)
         except Exception as exc:  # a peer that fails here is reported, not hidden
