@@ -27,7 +27,7 @@ demo: $(VENV)/.installed
 
 ## test: the whole test suite (starts its own Redis with the Query Engine)
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 ## lint: ruff and mypy
 lint: $(VENV)/.installed-test

@@ -60,6 +60,7 @@ class RedisServer:
         search_args: Sequence[str] = (),
         extra_args: Sequence[str] = (),
     ) -> None:
+        self._chosen_port = port is None  # ours may be taken by the time we bind: choose again
         self.port = port or free_port()
         self.password = password
         self.search = search
@@ -98,9 +99,26 @@ class RedisServer:
         return cmd + self.extra_args
 
     def start(self, timeout: float = 15.0) -> None:
-        """Start the server and wait (at most ``timeout`` s) until it answers PING."""
+        """Start the server and wait (at most ``timeout`` s) until it answers PING.
+
+        Another process (a parallel test worker) may take a port between ``free_port`` and
+        the bind: then a port of our own choosing is chosen again. A PING is trusted only
+        when our own process answers it, never another server on the same port.
+        """
         if self.running:
             raise RuntimeError(f"redis-server on port {self.port} is already running")
+        for _attempt in range(5):
+            if self._start_once(timeout):
+                self._chosen_port = False  # a restart keeps the port its clients know
+                return
+            if not self._chosen_port:
+                break
+            self.port = free_port()
+        raise RuntimeError(f"redis-server: port {self.port} is taken (Address already in use)")
+
+    def _start_once(self, timeout: float) -> bool:
+        """One start on ``self.port``; False when the port was taken (and a new one may do)."""
+        self._log.unlink(missing_ok=True)  # this attempt's log only
         self._proc = subprocess.Popen(
             self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -111,10 +129,17 @@ class RedisServer:
         try:
             while True:
                 if self._proc.poll() is not None:
-                    raise RuntimeError(f"redis-server exited at start:\n{self._diagnostics()}")
+                    why = self._diagnostics()
+                    self._close_pipes()
+                    if "Address already in use" in why:
+                        return False
+                    raise RuntimeError(f"redis-server exited at start:\n{why}")
                 try:
                     if client.ping():
-                        return
+                        if int(client.info("server")["process_id"]) == self._proc.pid:
+                            return True
+                        time.sleep(0.05)  # another server answered: ours exits soon
+                        continue
                 except redis.exceptions.RedisError:
                     pass
                 if time.monotonic() > deadline:
