@@ -25,6 +25,7 @@ import logging
 import math
 import re
 import threading
+import time
 import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -528,8 +529,13 @@ class RedisIndexAdapter:
             blocking_timeout=timeout,
             thread_local=False,
         )
+        deadline = time.monotonic() + timeout
         with self._guard():
             acquired = lock.acquire()
+            remaining = deadline - time.monotonic()
+            if not acquired and remaining > 0:  # redis-py stops a sleep short of its timeout
+                time.sleep(remaining)
+                acquired = lock.acquire(blocking=False)
         if not acquired:
             raise IngestRunning(
                 f"another ingest of library {library_id!r} (tenant {tenant_id!r}) is running; "
