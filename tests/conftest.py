@@ -18,8 +18,11 @@ from redis_server import (  # tests/ is on sys.path (rootdir-relative conftest)
 )
 
 #: Variables of the user's shell that would change what a test sees: their keys and endpoints
-#: (a test must never reach a real LLM), holodeck's own settings, and colour settings.
-USER_VARIABLES = ("OPENAI_", "AZURE_", "ANTHROPIC_", "OLLAMA_", "HOLODECK_", "NO_COLOR")
+#: (a test must never reach a real LLM), holodeck's own settings, colour settings, and the
+#: terminal size (pytest-xdist's workers set COLUMNS=80: a pty's own width would lose to it).
+USER_VARIABLES = (
+    "OPENAI_", "AZURE_", "ANTHROPIC_", "OLLAMA_", "HOLODECK_", "NO_COLOR", "COLUMNS", "LINES"
+)  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
