@@ -32,12 +32,12 @@ def test_every_variable_in_the_code_is_a_validated_one() -> None:
     assert outside == []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project never ingested: a search has files to ingest, so it needs the lock (and its
+    timeout) whichever test ran before."""
     root = tmp_path_factory.mktemp("env")
-    write(
-        root / "agent.yaml", "name: env\ntools:\n  - {type: vectorstore, name: kb, source: d}\n"
-    )
+    write(root / "agent.yaml", "name: env\ntools:\n  - {type: vectorstore, name: kb, source: d}\n")
     write(root / "d" / "a.md", "The purple otter migration happens every spring.\n")
     return root
 

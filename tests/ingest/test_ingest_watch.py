@@ -43,7 +43,7 @@ class Watcher:
     def stderr(self) -> str:
         return self.err.read_text()
 
-    def wait_for(self, text: str, count: int = 1, timeout: float = 60) -> None:
+    def wait_for(self, text: str, count: int = 1, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
         while self.stderr().count(text) < count:
             assert self.proc.poll() is None, f"exited {self.proc.returncode}:\n{self.stderr()}"
@@ -52,7 +52,7 @@ class Watcher:
 
     def stop(self, sig: int) -> int:
         self.proc.send_signal(sig)
-        return self.proc.wait(30)
+        return self.proc.wait(240)  # a loaded machine is slow, not stuck
 
     def kill(self) -> None:
         if self.proc.poll() is None:

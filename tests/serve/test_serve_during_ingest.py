@@ -58,7 +58,7 @@ async def _search_during_pass(project: Path, server: HttpServer) -> None:
     async with Client(server.url) as client:
         for i in range(NEW_FILES):
             write(project / "docs" / "logs" / f"log{i:03d}.md", long_text(i))
-        wait_for(lambda: f"{NEW_FILES} to ingest" in server.stderr(), 60, server)
+        wait_for(lambda: f"{NEW_FILES} to ingest" in server.stderr(), 240, server)
 
         answered_during_pass = 0
         while f"station_docs: {NEW_FILES} new" not in server.stderr():

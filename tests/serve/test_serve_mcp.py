@@ -171,7 +171,7 @@ def test_sigterm_stops_a_stdio_server_whose_client_keeps_stdin_open(project: Pat
         try:
             wait_for(lambda: "Watching" in err.read_text(), 120)
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(20) == 0
+            assert proc.wait(120) == 0  # slow under load, never stuck
         finally:
             if proc.poll() is None:
                 proc.kill()

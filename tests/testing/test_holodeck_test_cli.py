@@ -186,6 +186,8 @@ def test_select_limit_parallel_quiet(project: Path) -> None:
 
 
 def test_force_ingest_reaches_every_tool(project: Path) -> None:
+    # Stored first (whichever test ran before): the forced pass re-embeds unchanged files.
+    assert run_holodeck("ingest", "pass.yaml", cwd=project).returncode == 0
     result = run_holodeck("test", "pass.yaml", "--force-ingest", "-k", "job-vs-run", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     for tool in ("guides", "ops"):

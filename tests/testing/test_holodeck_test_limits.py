@@ -79,7 +79,7 @@ def test_a_case_past_its_time_limit_is_an_error_and_the_next_runs(tmp_path: Path
         project = make_project(tmp_path, LLM_AGENT.format(url=llm.url))
         llm.chat.push(
             text("A job gets 3 attempts."),
-            text("A job gets 3 attempts, said very slowly.", delay=60),  # answers after a minute
+            text("A job gets 3 attempts, said very slowly.", delay=3600),  # answers after a minute
             text("A job gets 3 attempts."),
         )
         result = run_holodeck(
@@ -107,7 +107,7 @@ def test_ctrl_c_stops_the_run_and_reports_the_cases_done(tmp_path: Path) -> None
         project = make_project(tmp_path, LLM_AGENT.format(url=llm.url))
         llm.chat.push(
             text("A job gets 3 attempts."),
-            text("A job gets 3 attempts, said very slowly.", delay=60),
+            text("A job gets 3 attempts, said very slowly.", delay=3600),
             text("A job gets 3 attempts."),
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_"))}
@@ -123,13 +123,13 @@ def test_ctrl_c_stops_the_run_and_reports_the_cases_done(tmp_path: Path) -> None
             text=True,
         )
         try:
-            deadline = time.monotonic() + 180
             while "PASS  quick" not in (project / "out.txt").read_text():
-                assert proc.poll() is None and time.monotonic() < deadline
+                assert proc.poll() is None  # however slow the machine (pytest-timeout bounds it)
                 time.sleep(0.2)
             time.sleep(1)  # the slow case is waiting on its answer now
             proc.send_signal(signal.SIGINT)
-            code = proc.wait(timeout=20)  # well before the slow answer would end (minutes)
+            # It stops without the slow answer (an hour away), however loaded the machine.
+            code = proc.wait(timeout=240)
         finally:
             if proc.poll() is None:
                 proc.kill()
