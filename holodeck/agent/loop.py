@@ -15,10 +15,10 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
-from openai.types.chat import ChatCompletion
+if TYPE_CHECKING:  # imported when a model is asked: a retrieval-only run never loads it
+    import openai
 
 from holodeck.agent.anthropic import AnthropicChat
 from holodeck.agent.providers import (
@@ -251,6 +251,8 @@ class Agent:
         if isinstance(self.client, AnthropicChat):
             text, requested, finish = await self.client.complete(request, on_text)
             return self._answered(text, requested, finish)
+        import openai
+
         try:
             if on_text is None:
                 response = await self.client.chat.completions.create(**request)
@@ -284,6 +286,8 @@ class Agent:
         The openai client hands back the body as text when it is not JSON (an HTML login or
         error page answered with 200) and builds a completion without checking its fields.
         """
+        from openai.types.chat import ChatCompletion
+
         choices = getattr(response, "choices", None)
         first = choices[0] if choices else None
         message = getattr(first, "message", None)
@@ -312,6 +316,8 @@ class Agent:
         Returns the text, the tool calls and the finish reason. A stream without a single
         completion chunk (an HTML page, a JSON body that is not a stream) is an LLMError.
         """
+        import openai
+
         assert isinstance(self.client, openai.AsyncOpenAI)
         stream = await self.client.chat.completions.create(**request, stream=True)
         parts: list[str] = []

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
+if TYPE_CHECKING:  # imported when a client is made: 1.5 s of CPU a retrieval-only run skips
+    import openai
 
 from holodeck.config.models import ModelConfig
 from holodeck.errors import ConfigError
@@ -31,8 +32,9 @@ KEY_VARIABLES = {
 DEFAULT_ANTHROPIC_ENDPOINT = "https://api.anthropic.com"
 #: Ollama ignores the key, but the client needs a non-empty one.
 OLLAMA_PLACEHOLDER_KEY = "ollama"
-#: Connect fast, but let a slow model take its time between streamed chunks.
-CHAT_TIMEOUT = openai.Timeout(120.0, connect=10.0)
+#: Connect fast, but let a slow model take its time between streamed chunks (seconds).
+CHAT_TIMEOUT = 120.0
+CONNECT_TIMEOUT = 10.0
 CHAT_RETRIES = 3
 EMBEDDING_RETRIES = 5
 
@@ -104,6 +106,8 @@ def _missing_key(provider: str, variable: str | None) -> str:
 
 def make_async_client(conn: Connection, max_retries: int = CHAT_RETRIES) -> openai.AsyncOpenAI:
     """The async client chat uses; ``max_retries`` covers 429, 5xx and timeouts."""
+    import openai
+
     if conn.provider == "azure_openai":
         return openai.AsyncAzureOpenAI(**_azure_options(conn, max_retries))
     return openai.AsyncOpenAI(**_options(conn, max_retries))
@@ -111,6 +115,8 @@ def make_async_client(conn: Connection, max_retries: int = CHAT_RETRIES) -> open
 
 def make_sync_client(conn: Connection, max_retries: int = EMBEDDING_RETRIES) -> openai.OpenAI:
     """The blocking client remote embeddings use (ingestion is synchronous)."""
+    import openai
+
     if conn.provider == "azure_openai":
         return openai.AzureOpenAI(**_azure_options(conn, max_retries))
     return openai.OpenAI(**_options(conn, max_retries))
@@ -122,8 +128,14 @@ def _options(conn: Connection, max_retries: int) -> dict[str, Any]:
         "base_url": conn.base_url,
         "api_key": conn.api_key,
         "max_retries": max_retries,
-        "timeout": CHAT_TIMEOUT,
+        "timeout": _timeout(),
     }
+
+
+def _timeout() -> openai.Timeout:
+    import openai
+
+    return openai.Timeout(CHAT_TIMEOUT, connect=CONNECT_TIMEOUT)
 
 
 def _azure_options(conn: Connection, max_retries: int) -> dict[str, Any]:
@@ -139,7 +151,7 @@ def describe_error(
     conn: Connection,
     model: str,
     what: str = "model",
-    sdk: ModuleType = openai,
+    sdk: ModuleType | None = None,
 ) -> str:
     """One line saying what went wrong with a request to ``conn`` and how to fix it.
 
@@ -147,6 +159,10 @@ def describe_error(
     classes). Never includes the key: the server's own message is left out for 401/403
     (OpenAI echoes part of the key there) and scrubbed of the key everywhere else.
     """
+    if sdk is None:
+        import openai
+
+        sdk = openai
     where = conn.label
     fix_key = f"check {conn.key_variable}" if conn.key_variable else "check model.api_key"
     if isinstance(exc, sdk.APITimeoutError):

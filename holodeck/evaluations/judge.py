@@ -22,11 +22,13 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import openai
 import pydantic
-from openai.types.chat import ChatCompletion
+
+if TYPE_CHECKING:  # imported when a judge is asked: runs without evaluations never load it
+    import openai
+    from openai.types.chat import ChatCompletion
 
 from holodeck.agent.anthropic import AnthropicChat, messages_request, read_message
 from holodeck.agent.providers import (
@@ -197,6 +199,9 @@ class Judge:
         logprobs: bool,
     ) -> ChatCompletion:
         """One request (asked again without what the server refused); errors as JudgeError."""
+        import openai
+        from openai.types.chat import ChatCompletion
+
         assert self.client is not None
         for _ in range(3):
             request: dict[str, Any] = {

@@ -51,20 +51,21 @@ NEVER = (
 )
 
 
-def imported(*args: str, cwd: Path) -> set[str]:
-    """Every module a `holodeck search` process imported."""
+def imported(*args: str, cwd: Path, command: str = "search", stdin: str = "") -> set[str]:
+    """Every module a `holodeck COMMAND` process imported."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_"))}
     env["HOME"] = str(cwd / "home")
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "holodeck", "search", *args],
+        [sys.executable, "-X", "importtime", "-m", "holodeck", command, *args],
         cwd=cwd,
         env=env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert "Found" in result.stdout
+    assert "Found" in result.stdout or command != "search"
     return {
         line.rsplit("|", 1)[1].strip()
         for line in result.stderr.splitlines()
@@ -102,3 +103,23 @@ def test_the_default_search_checks_files_without_the_pipeline_when_nothing_chang
     write(project / "docs" / "keys.txt", "The spare keys hang in the office.\n")
     modules = imported("where are the spare keys", cwd=project)  # now it has work to do
     assert "holodeck.ingest.pipeline" in modules and "filelock" in modules
+
+
+def test_retrieval_only_test_and_chat_load_no_llm_client(tmp_path: Path) -> None:
+    """Without a model: section nothing asks an LLM, so its client (1.5 s of CPU to import
+    openai) is never loaded by `holodeck test` or `holodeck chat`."""
+    write(tmp_path / "agent.yaml", AGENT + TEST_CASE)
+    write(tmp_path / "docs" / "pumps.md", "# Pumps\n\nThe pumps are checked every morning.\n")
+    for command, stdin in (("test", ""), ("chat", "when are the pumps checked?\n")):
+        modules = imported(cwd=tmp_path, command=command, stdin=stdin)
+        clients = sorted(m for m in modules if m.split(".")[0] in ("openai", "anthropic"))
+        assert clients == [], command
+        assert "onnxruntime" in modules  # it did search
+
+
+TEST_CASE = """
+test_cases:
+  - name: pumps
+    input: when are the pumps checked?
+    expected_content: [morning]
+"""
