@@ -53,6 +53,7 @@ class SqliteIndexAdapter:
         self._batching = threading.local()  # .active: this thread is inside batch()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._term_counts = sqlite_fulltext.TermCounts()
 
     def library_lock(
         self, tenant_id: str, library_id: str, timeout: float
@@ -309,10 +310,10 @@ class SqliteIndexAdapter:
     def keyword_search(
         self, tenant_id: str, query: str, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
-        return sqlite_fulltext.keyword_search(self, tenant_id, query, k, filters)
+        return sqlite_fulltext.keyword_search(self, self._term_counts, tenant_id, query, k, filters)
 
     def keyword_scale(self, query: str) -> float:
-        return sqlite_fulltext.keyword_scale(self, query)
+        return sqlite_fulltext.keyword_scale(self, self._term_counts, query)
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters

@@ -1,14 +1,25 @@
-"""The keyword side of the SQLite index: FTS5 ranks by BM25 and returns its best rows itself.
+"""The keyword side of the SQLite index: FTS5 ranks by BM25 and returns its best rows itself,
+scoring only the rows that can still be among them.
 
 ``holodeck.vectorstore.keywords`` says what a query asks (terms, identifiers); this module
 says how FTS5 is asked for it: inside the tenant's scope, ``ORDER BY`` the BM25 score with a
 ``LIMIT``, so only the best rows leave SQLite and only those are read back as records.
+
+FTS5 computes BM25 for every row its expression matches before the ``LIMIT`` applies, and a
+question's common words match most of a large index. So the search stops early (MaxScore:
+Turtle and Flood, 1995): a term adds less than ``(k1 + 1) x`` its IDF to any row's score, so
+once the rarest terms' best rows give a ``k``-th score above what the commoner terms could
+add up to together, a row holding only common terms cannot reach the top ``k``; only the
+rows holding a rarer term are scored, each with every term of the query. Exact: the same
+rows with the same scores (to the last bit) as scoring every match; measured in
+benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
+import threading
 from typing import Any
 
 from holodeck.vectorstore.adapters import sqlite_query
@@ -20,7 +31,6 @@ from holodeck.vectorstore.adapters.sqlite_query import (
     scope_libs,
 )
 from holodeck.vectorstore.keywords import (
-    fts5_expression,
     fts5_identifier,
     fts5_phrase,
     is_compound,
@@ -30,76 +40,214 @@ from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 
 #: Column weights of ``bm25()``: ``words``, then ``idents`` (a compound counts twice).
 _BM25 = "bm25(chunks_fts, 1.0, 2.0)"
+#: FTS5's BM25 ``k1`` (fts5_aux.c): a term adds less than ``(k1 + 1) x`` its IDF to a row's
+#: score however often the row holds it (the column weights scale its count, not this).
+_K1 = 1.2
+#: Safety margin on that bound against rounding: pruning needs the bound strictly higher.
+_MARGIN = 1e-9
+#: The first pass scores the rarest terms' rows until they hold this many times ``k`` (a
+#: floor for the ``k``-th best score; more rows, a higher floor, at their cost).
+_FIRST_PASS_ROWS = 4
+#: Terms whose counts are kept per state of the index (a search and its scale ask the same).
+_COUNTS_KEPT = 4096
+
+
+class TermCounts:
+    """How many rows hold each query term, kept while the index does not change: the BM25
+    bounds of a keyword search and the keyword scale of the same query ask the same counts,
+    and counting a common term reads its whole list of rows."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: tuple[Any, ...] | None = None
+        self._counts: dict[str, int] = {}
+        self._total = 0
+
+    def of(self, db: sqlite3.Connection, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """The rows of the index, and how many hold each term (keyed by ``casefold``)."""
+        own = not db.in_transaction
+        if own:
+            db.execute("BEGIN")  # the state and the counts from one snapshot
+        try:
+            state = (
+                *db.execute("SELECT name, seq FROM sqlite_sequence ORDER BY name").fetchall(),
+                db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone(),
+            )
+            with self._lock:
+                if state != self._state or len(self._counts) > _COUNTS_KEPT:
+                    self._state, self._counts = state, {}
+                    self._total = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+                known, total = dict(self._counts), self._total
+            missing = {t.casefold(): t for t in terms if t.casefold() not in known}
+            for key, term in missing.items():
+                known[key] = int(
+                    db.execute(
+                        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                        (fts5_phrase(term),),
+                    ).fetchone()[0]
+                )
+        finally:
+            if own:
+                db.execute("COMMIT")
+        with self._lock:
+            if self._state == state:
+                self._counts.update({key: known[key] for key in missing})
+        return total, {t.casefold(): known[t.casefold()] for t in terms}
 
 
 def keyword_search(
-    reader: Reader, tenant_id: str, query: str, k: int, filters: ChunkFilters
+    reader: Reader,
+    counts: TermCounts,
+    tenant_id: str,
+    query: str,
+    k: int,
+    filters: ChunkFilters,
+    prune: bool = True,
 ) -> list[ChunkHit]:
     """BM25 over the full-text index inside the tenant's scope (score: higher is better).
 
-    A large index is searched in parts of its row ids at once, each on its own
-    connection: FTS5 scores every row a query's words match (a third of a 100,000-chunk
-    index for a long question), and on its own it uses one core.
+    ``prune``: score only the rows that can reach the top ``k`` (False: every match, the
+    same answer more slowly). A large index is searched in parts of its row ids at once,
+    each on its own connection: on its own FTS5 uses one core.
     """
-    expression = fts5_expression(query)
-    if k <= 0 or expression is None:
+    terms = query_terms(query)
+    if k <= 0 or not terms:
         return []
     with reader.reading() as db:
         scope_of = _scope(db, tenant_id, filters)
         if scope_of is None:
             return []
         libs, where, args = scope_of
-        if not where and len(libs) == library_count(db):
-            # The usual case, one library per index: no join to filter by library.
-            sql = (
-                f"SELECT rowid, -{_BM25} AS score FROM chunks_fts "
-                "WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ? "
-                "ORDER BY score DESC, rowid LIMIT ?"
-            )
-            scope: tuple[Any, ...] = ()
-        else:
-            sql = (
-                f"SELECT c.id, -{_BM25} AS score FROM chunks_fts "
-                "JOIN chunks c ON c.id = chunks_fts.rowid "
-                f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))}){where} "
-                "AND chunks_fts.rowid BETWEEN ? AND ? ORDER BY score DESC, c.id LIMIT ?"
-            )
-            scope = (*libs, *args)
+        joined = bool(where) or len(libs) != library_count(db)
         first, last = db.execute("SELECT min(id), max(id) FROM chunks").fetchone()
+        total, hits = counts.of(db, terms)
     if first is None:
         return []
-
-    def ranked_part(lo: int, hi: int) -> list[tuple[int, float]]:
-        with reader.reading() as part_db:
-            return part_db.execute(sql, (expression, *scope, lo, hi, k)).fetchall()
-
-    parts = sqlite_query.id_ranges(first, last, reader.read_workers())
-    if len(parts) == 1:
-        ranked = ranked_part(*parts[0])
+    # Rarest first, in every plan: BM25 adds the terms' shares in this order, so a row
+    # scores the same, to the last bit, whichever rows were scored beside it.
+    ranked = sorted(terms, key=lambda t: hits[t.casefold()])
+    phrases = [fts5_phrase(t) for t in ranked]
+    bounds = [(_K1 + 1) * _idf(total, hits[t.casefold()]) for t in ranked]
+    ranking = _Ranking(reader, libs, where, args, first, last, k, joined)
+    essential = len(phrases)
+    if prune:
+        essential = _essential(ranking, phrases, bounds, [hits[t.casefold()] for t in ranked], k)
+    if essential == len(phrases):
+        found = ranking.best(" OR ".join(phrases))
     else:
-        found = reader.read_pool().map(lambda part: ranked_part(*part), parts)
-        ranked = sorted((row for rows in found for row in rows), key=_best_first)[:k]
+        found = ranking.best(*_split(phrases, essential))
     with reader.reading() as db:
-        records = records_by_id(db, [row_id for row_id, _ in ranked], with_vectors=True)
-    return [ChunkHit(records[i], float(score)) for i, score in ranked if i in records]
+        records = records_by_id(db, [row_id for row_id, _ in found], with_vectors=True)
+    return [ChunkHit(records[i], float(score)) for i, score in found if i in records]
 
 
-def keyword_scale(reader: Reader, query: str) -> float:
+def _essential(
+    ranking: _Ranking, phrases: list[str], bounds: list[float], hits: list[int], k: int
+) -> int:
+    """How many of the rarest ``phrases`` a row must hold one of to reach the top ``k``.
+
+    A first pass scores the rows of the rarest phrases (about ``_FIRST_PASS_ROWS x k``) on
+    every phrase: their ``k``-th best is a floor of the top ``k``'s last score. A row
+    holding none of the first ``j`` phrases scores below the sum of the others' bounds; the
+    answer is the first ``j`` whose rest sums below that floor (all: no pruning).
+    """
+    rest = [math.fsum(bounds[j:]) * (1 + _MARGIN) for j in range(len(bounds) + 1)]
+    held, first = 0, len(phrases)
+    for j, n in enumerate(hits, start=1):
+        held += n
+        if held >= _FIRST_PASS_ROWS * k:
+            first = j
+            break
+    if first >= len(phrases) - 1:  # the common terms' rows are few: score them all
+        return len(phrases)
+    floor = ranking.kth(phrases, first)
+    if floor is None:
+        return len(phrases)
+    return next((j for j in range(1, len(phrases)) if rest[j] < floor), len(phrases))
+
+
+def _split(phrases: list[str], rare: int) -> tuple[str, str]:
+    """Expressions matching the rows that hold one of the first ``rare`` phrases, each row
+    once, scored on every phrase (in their order): without the others, then with them."""
+    held, others = " OR ".join(phrases[:rare]), " OR ".join(phrases[rare:])
+    return f"({held}) NOT ({others})", f"({held}) AND ({others})"
+
+
+class _Ranking:
+    """The best ``k`` rows of an FTS5 expression (or of several, each matching other rows)
+    inside the tenant's scope, in parts of the row ids on the read threads."""
+
+    def __init__(
+        self,
+        reader: Reader,
+        libs: list[int],
+        where: str,
+        args: list[Any],
+        first: int,
+        last: int,
+        k: int,
+        joined: bool,
+    ) -> None:
+        self._reader, self._k, self._all = reader, k, (first, last)
+        self._parts = sqlite_query.id_ranges(first, last, reader.read_workers())
+        if not joined:
+            # the usual case, one library per index: no join to filter by library
+            self._arm = (
+                f"SELECT rowid AS id, -{_BM25} AS score FROM chunks_fts "
+                "WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ?"
+            )
+            self._scope: tuple[Any, ...] = ()
+        else:
+            self._arm = (
+                f"SELECT c.id AS id, -{_BM25} AS score FROM chunks_fts "
+                "JOIN chunks c ON c.id = chunks_fts.rowid "
+                f"WHERE chunks_fts MATCH ? AND c.lib IN ({','.join('?' * len(libs))}){where} "
+                "AND chunks_fts.rowid BETWEEN ? AND ?"
+            )
+            self._scope = (*libs, *args)
+
+    def kth(self, phrases: list[str], rare: int) -> float | None:
+        """The ``k``-th best score of the rows holding one of the first ``rare`` phrases,
+        scored on every phrase (None: fewer rows). Each row is scored on the rare phrases
+        alone and, if it holds another, on all of them (the higher is its score): FTS5
+        counts a phrase's rows for its IDF per expression, and a common phrase in both
+        expressions would be counted twice."""
+        held, others = " OR ".join(phrases[:rare]), " OR ".join(phrases[rare:])
+        sql = (
+            f"SELECT max(score) AS best FROM ({self._arm} UNION ALL {self._arm}) "
+            "GROUP BY id ORDER BY best DESC LIMIT 1 OFFSET ?"
+        )
+        values = [
+            v for e in (held, f"({held}) AND ({others})") for v in (e, *self._scope, *self._all)
+        ]
+        with self._reader.reading() as db:
+            row = db.execute(sql, (*values, self._k - 1)).fetchone()
+        return None if row is None else float(row[0])
+
+    def best(self, *expressions: str) -> list[tuple[int, float]]:
+        """Row ids and scores, best first (ties: the lower row id first)."""
+        sql = " UNION ALL ".join([self._arm] * len(expressions))
+        sql += " ORDER BY score DESC, id LIMIT ?"
+
+        def part(lo: int, hi: int) -> list[tuple[int, float]]:
+            values = [v for e in expressions for v in (e, *self._scope, lo, hi)]
+            with self._reader.reading() as db:
+                return db.execute(sql, (*values, self._k)).fetchall()
+
+        if len(self._parts) == 1:
+            return part(*self._parts[0])
+        found = self._reader.read_pool().map(lambda p: part(*p), self._parts)
+        return sorted((row for rows in found for row in rows), key=_best_first)[: self._k]
+
+
+def keyword_scale(reader: Reader, counts: TermCounts, query: str) -> float:
     """The sum of the query terms' IDFs as FTS5's ``bm25()`` computes them (each phrase's
     matching rows over all rows), a compound weighed as its column (``idents``: 2)."""
     terms = query_terms(query)
     if not terms:
         return 0.0
     with reader.reading() as db:
-        total = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
-        hits = {
-            t.casefold(): int(
-                db.execute(
-                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (fts5_phrase(t),)
-                ).fetchone()[0]
-            )
-            for t in terms
-        }
+        total, hits = counts.of(db, terms)
     return sum((2.0 if is_compound(t) else 1.0) * _idf(total, hits[t.casefold()]) for t in terms)
 
 
