@@ -130,7 +130,9 @@ def evaluate(tool: VectorStoreTool, queries: dict[str, str], qrels: dict) -> dic
     return rows
 
 
-def realdocs(modes: tuple[str, ...] = ("keyword", "semantic", "hybrid")) -> dict[str, dict]:
+def realdocs(
+    modes: tuple[str, ...] = ("keyword", "semantic", "hybrid"), root: Path | None = None
+) -> dict[str, dict]:
     """The real-folder question set (bench_realdocs.py's folder and questions.yaml) scored by
     place, not file: a result counts when it is the first to point at an answer's lines,
     pages, slides or sheet (an answer given as a heading, in a format without lines, at its
@@ -140,7 +142,7 @@ def realdocs(modes: tuple[str, ...] = ("keyword", "semantic", "hybrid")) -> dict
     from bench_realdocs import project as realdocs_project
 
     questions = yaml.safe_load(QUESTIONS.read_text())
-    tool = reload_tool(realdocs_project(FOLDER, HERE / "results" / "realdocs"))
+    tool = reload_tool(realdocs_project(FOLDER, root or HERE / "results" / "realdocs"))
     tool.initialize_sync()
     rows: dict[str, dict] = {}
     for mode in modes:
@@ -266,7 +268,17 @@ def main() -> None:
         help="give a library of this many chunks the approximate index file (to measure its "
         "quality on the small labelled sets; by default they are searched exactly)",
     )
+    parser.add_argument(
+        "--section-in-text",
+        action="store_true",
+        help="embed and keyword-index each chunk with its heading path (records."
+        "SECTION_IN_TEXT); the real folder's project is then results/realdocs-section",
+    )
     args = parser.parse_args()
+    if args.section_in_text:
+        from holodeck.vectorstore import records
+
+        records.SECTION_IN_TEXT = True
     if args.ann_min_rows is not None:
         from holodeck.vectorstore.adapters import sqlite_vectors
 
@@ -277,7 +289,8 @@ def main() -> None:
     sets = args.sets or ["cranfield", "vaswani_npl"]
     if "realdocs" in sets:
         sets.remove("realdocs")
-        report = {"set": "realdocs", "backend": "local", "rows": realdocs()}
+        root = HERE / "results" / ("realdocs-section" if args.section_in_text else "realdocs")
+        report = {"set": "realdocs", "backend": "local", "rows": realdocs(root=root)}
         print(json.dumps(report, indent=1), flush=True)
     server = None
     if args.backend == "redis":

@@ -44,6 +44,7 @@ from holodeck.vectorstore.records import (
     DocState,
     IndexInfo,
     chunk_id_for,
+    indexed_text,
     text_hash,
 )
 from holodeck.vectorstore.store import VectorStore
@@ -499,7 +500,8 @@ class _Run:
         records: list[ChunkRecord] = []
         missing: list[int] = []
         for i, chunk in enumerate(item.chunks):
-            h = text_hash(chunk.text)
+            section = item.sections[i] if item.sections else ""
+            h = text_hash(indexed_text(chunk.text, section))
             vector = old.get(h)
             if vector is None:
                 missing.append(i)
@@ -522,7 +524,7 @@ class _Run:
                     tags=item.tags,
                     language=item.language,
                     location=item.locations[i],
-                    section=item.sections[i] if item.sections else "",
+                    section=section,
                 )
             )
         return _Doc(f, digest, records, missing, is_new)
@@ -545,7 +547,7 @@ class _Run:
             parts.append((chunks, tokens))
         embed = self.embedder.embed
         return [
-            _Call(part, size, calls.submit(embed, [doc.records[i].content for doc, i in part]))
+            _Call(part, size, calls.submit(embed, [_embedded(doc.records[i]) for doc, i in part]))
             for part, size in parts
         ]
 
@@ -655,6 +657,11 @@ class _Call:
 
 class _Failed(Exception):
     """A prepared file that cannot be ingested; the message is the reason shown."""
+
+
+def _embedded(rec: ChunkRecord) -> str:
+    """The text a chunk's vector is made from (``indexed_text``)."""
+    return indexed_text(rec.content, rec.section)
 
 
 def _describe(window: list[_Slice]) -> str:

@@ -20,6 +20,20 @@ def chunk_id_for(tenant_id: str, library_id: str, doc_id: str, chunk_index: int)
     return hashlib.sha1(key.encode("utf-8")).hexdigest()
 
 
+#: Whether a chunk's heading path is part of the text that is embedded and keyword indexed
+#: (the stored and shown text stays the chunk alone): see ``indexed_text``.
+SECTION_IN_TEXT = False
+
+
+def indexed_text(content: str, section: str) -> str:
+    """The text a chunk is embedded and keyword indexed by: its heading path on a line of
+    its own, then its text, when ``SECTION_IN_TEXT``; else the text alone (and always when
+    it has no section, so a folder without headings is indexed exactly as before)."""
+    if not (SECTION_IN_TEXT and section):
+        return content
+    return f"{section}\n\n{content}"
+
+
 def text_hash(text: str) -> str:
     """Content hash of a chunk's text, used to reuse vectors of unchanged chunks."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -46,7 +46,14 @@ from holodeck.errors import ConfigError, IngestError, IngestRunning, ValidationE
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
 from holodeck.vectorstore.keywords import idents_text, redis_expression, redis_stems, stems_text
-from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord, DocState, IndexInfo
+from holodeck.vectorstore.records import (
+    ChunkFilters,
+    ChunkHit,
+    ChunkRecord,
+    DocState,
+    IndexInfo,
+    indexed_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -770,12 +777,14 @@ class RedisIndexAdapter:
             part = keys[start : start + WRITE_BATCH]
             with self._client.pipeline(transaction=False) as pipe:
                 for key in part:
-                    pipe.hget(key, "content")
+                    pipe.hmget(key, ["content", "section"])
                 contents = pipe.execute()
             with self._client.pipeline(transaction=False) as pipe:
-                for key, content in zip(part, contents, strict=True):
+                for key, (content, section) in zip(part, contents, strict=True):
                     if content is not None:
-                        keywords = _keyword_fields(_text(content))
+                        keywords = _keyword_fields(
+                            indexed_text(_text(content), _text(section or ""))
+                        )
                         pipe.hset(
                             key,
                             mapping={"stems": keywords["stems"], "idents": keywords["idents"]},
@@ -975,7 +984,7 @@ def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
         "language": rec.language or "",
         "location": rec.location,
         "section": rec.section,
-        **_keyword_fields(rec.content),
+        **_keyword_fields(indexed_text(rec.content, rec.section)),
     }
 
 

@@ -35,6 +35,7 @@ from holodeck.vectorstore.records import (
     DocState,
     IndexInfo,
     chunk_id_for,
+    indexed_text,
 )
 
 #: Entries of the ``changes`` log kept after an ingest; a reader further behind reloads.
@@ -281,7 +282,7 @@ class SqliteIndexAdapter:
             db.execute("INSERT INTO vectors VALUES (?, ?, ?)", (cur.lastrowid, libs[key], vector))
             db.execute(
                 "INSERT INTO chunks_fts (rowid, words, idents) VALUES (?, ?, ?)",
-                (cur.lastrowid, *keyword_columns(rec.content)),
+                (cur.lastrowid, *keyword_columns(indexed_text(rec.content, rec.section))),
             )
 
     def _delete_doc(self, db: sqlite3.Connection, lib: int, doc_id: str) -> int:
@@ -290,14 +291,14 @@ class SqliteIndexAdapter:
     def _delete_chunks(self, db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
         """Delete the chunks matching ``where`` with their vectors and full-text rows (the
         contentless full-text table forgets a row only when told the words it indexed)."""
-        rows = db.execute(f"SELECT id, content FROM chunks WHERE {where}", args).fetchall()
-        for row_id, content in rows:
+        rows = db.execute(f"SELECT id, content, section FROM chunks WHERE {where}", args).fetchall()
+        for row_id, content, section in rows:
             db.execute(
                 "INSERT INTO chunks_fts (chunks_fts, rowid, words, idents) "
                 "VALUES ('delete', ?, ?, ?)",
-                (row_id, *keyword_columns(content)),
+                (row_id, *keyword_columns(indexed_text(content, section))),
             )
-        ids = [(row_id,) for row_id, _ in rows]
+        ids = [(row_id,) for row_id, _, _ in rows]
         db.executemany("DELETE FROM vectors WHERE id = ?", ids)
         db.executemany("DELETE FROM chunks WHERE id = ?", ids)
         return len(rows)
