@@ -15,6 +15,10 @@ abstracts, repeated), 10 chunks per document. For each size, in one run:
 
     python benchmarks/bench_scale.py --sizes 100000 300000 1000000 --peers $(benchmarks/peers.sh)
 
+``--search-settings 256:40 512:100`` also searches the same file at other search depths
+(``expansion_search``) and numbers of candidates re-scored exactly: recall@10 and semantic
+p50 / p95 for each, from one build.
+
 Each size prints holodeck's line first, then the whole row with the peers' numbers;
 ``--peer-names chroma`` leaves LanceDB out (its build takes as long as Chroma's).
 """
@@ -73,6 +77,17 @@ for q, text in zip(queries, questions):
     retrieve(store, "bench", text, q, 5, scope, "hybrid")
     out["hybrid_ms"].append((time.perf_counter() - t) * 1000)
 out["rss_mb"], out["peak_mb"] = status("VmRSS:"), status("VmHWM:")
+from holodeck.vectorstore.adapters import sqlite_vectors
+out["settings"] = {{}}
+for depth, candidates in {settings!r}:  # the file's search depth and candidates re-scored
+    sqlite_vectors.EXPANSION_SEARCH, sqlite_vectors.MIN_CANDIDATES = depth, candidates
+    found, ms = [], []
+    for q in queries:
+        t = time.perf_counter()
+        hits = store.search("bench", q, 10, scope)
+        ms.append((time.perf_counter() - t) * 1000)
+        found.append([h.record.chunk_id for h in hits])
+    out["settings"][f"{{depth}}:{{candidates}}"] = {{"found": found, "ms": ms}}
 print(json.dumps(out))
 """
 
@@ -133,7 +148,15 @@ def main() -> None:
     parser.add_argument(
         "--peer-names", nargs="+", default=["chroma", "lancedb"], help="peers to build and search"
     )
+    parser.add_argument(
+        "--search-settings",
+        nargs="*",
+        default=[],
+        metavar="DEPTH:CANDIDATES",
+        help="also search the same file at these search depths and candidate counts",
+    )
     args = parser.parse_args()
+    settings = [tuple(int(x) for x in s.split(":")) for s in args.search_settings]
     for size in args.sizes:
         run_started = time.perf_counter()
         work = Path(tempfile.mkdtemp(prefix="holodeck-scale-"))
@@ -147,7 +170,9 @@ def main() -> None:
             row: dict[str, object] = {"chunks": size}
             folder = work / "holodeck"
             row["holodeck_build_s"] = round(holodeck_build(folder, vectors, texts), 1)
-            code = SEARCH.format(here=str(HERE), work=str(work), folder=str(folder))
+            code = SEARCH.format(
+                here=str(HERE), work=str(work), folder=str(folder), settings=settings
+            )
             out = json.loads(
                 subprocess.run(
                     [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -159,6 +184,9 @@ def main() -> None:
             row["holodeck_semantic_p50_p95_ms"] = summary(out["semantic_ms"])
             row["holodeck_hybrid_p50_p95_ms"] = summary(out["hybrid_ms"])
             row["holodeck_rss_steady_peak_mb"] = (round(out["rss_mb"]), round(out["peak_mb"]))
+            for name, other in out["settings"].items():  # recall@10, semantic p50 / p95
+                hits = [[rows[c] for c in ids] for ids in other["found"]]
+                row[f"holodeck_at_{name}"] = (round(recall(hits, truth), 4), *summary(other["ms"]))
             row["holodeck_disk_mb"] = round(sum(p.stat().st_size for p in folder.iterdir()) / 2**20)
             shutil.rmtree(folder)
             print(json.dumps(row), flush=True)  # holodeck's part, before the peers' long builds

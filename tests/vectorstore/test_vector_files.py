@@ -120,6 +120,48 @@ def test_edits_are_searched_before_and_after_the_file_catches_up(pair: Pair) -> 
     assert_alike(answers(pair.local, **books(["b2"])), answers(pair.exact, **books(["b2"])))
 
 
+def file_kind(pair: Pair) -> tuple[str, int]:
+    """The vector type and links per node the library's one file holds (read from it)."""
+    from usearch.index import Index
+
+    (name,) = pair.files()
+    view = Index.restore(str(pair.folder / name), view=True)
+    return str(view.dtype).rsplit(".", 1)[-1].lower(), int(view.connectivity)
+
+
+def test_a_file_keeps_its_settings_and_an_older_kind_is_rebuilt_at_its_next_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a file an earlier version wrote (int8 vectors, other links) still answers exactly
+    monkeypatch.setattr(sqlite_vectors, "DTYPE", "i8")
+    monkeypatch.setattr(sqlite_vectors, "CONNECTIVITY", 8)
+    pair = Pair(tmp_path / "idx")
+    try:
+        for doc in range(30):
+            pair.write(doc)
+        pair.local.flush()
+        assert file_kind(pair) == ("i8", 8)
+        monkeypatch.undo()
+        for name, value in SMALL.items():
+            monkeypatch.setattr(sqlite_vectors, name, value)
+        reader = VectorStore(LocalIndexAdapter(pair.folder))  # a process of this version
+        assert_alike(answers(reader), answers(pair.exact))
+        first = pair.files()
+        for doc in range(30, 36):  # enough rows for a rewrite: a rebuild, not a patch
+            pair.write(doc)
+        pair.local.flush()
+        assert pair.files() != first
+        assert file_kind(pair) == (sqlite_vectors.DTYPE, sqlite_vectors.CONNECTIVITY)
+        assert_alike(answers(reader), answers(pair.exact))
+        for doc in range(36, 42):  # a file of this kind is patched, and keeps its kind
+            pair.write(doc)
+        pair.local.flush()
+        assert file_kind(pair) == (sqlite_vectors.DTYPE, sqlite_vectors.CONNECTIVITY)
+        assert_alike(answers(reader), answers(pair.exact))
+    finally:
+        pair.local.adapter.close()
+
+
 def test_a_library_that_shrinks_goes_back_to_exact_search(pair: Pair) -> None:
     for doc in range(25):
         pair.remove(doc)

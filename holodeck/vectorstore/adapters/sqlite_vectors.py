@@ -61,8 +61,13 @@ PATCH_MIN_ROWS = 5_000
 PATCH_SHARE = 0.01
 #: Past this share of removed entries (tombstones) a file is rebuilt instead of patched.
 REBUILD_REMOVED_SHARE = 0.2
-#: HNSW's links per node, and its search and insertion depths (measured: recall@10 against
-#: exact search >= 0.99 at 100k to 1M chunks; benchmarks/README.md).
+#: The file's vectors: int8 (a quarter of float32's bytes; the candidates are re-scored
+#: exactly). Half floats with half the insertion depth were measured at 300,000 chunks: no
+#: faster to build here and recall@10 0.925-0.947 (benchmarks/README.md). A file keeps the
+#: type and links it was built with; one of another kind is rebuilt at its next rewrite.
+DTYPE = "i8"
+#: HNSW's links per node, and its insertion and search depths (usearch keeps the links in the
+#: file, not the depths: they are set again on every open). Measured in benchmarks/README.md.
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
@@ -405,7 +410,8 @@ class VectorIndex:
                 plans.append((lib, "drop"))
             elif added + changed >= max(PATCH_MIN_ROWS, row.count * PATCH_SHARE):
                 share = (row.removed + changed) / max(row.count, 1)
-                plans.append((lib, "build" if share > REBUILD_REMOVED_SHARE else "patch"))
+                rebuild = share > REBUILD_REMOVED_SHARE or not _current_kind(base.view)
+                plans.append((lib, "build" if rebuild else "patch"))
         return plans
 
     def _write_file(
@@ -449,9 +455,11 @@ class VectorIndex:
         from usearch.index import Index
 
         assert self._folder is not None
-        index = Index.restore(str(self._folder / old.file), view=False)
-        if index is None:
+        restored = Index.restore(str(self._folder / old.file), view=False)
+        if restored is None:
             raise ValueError(f"{old.file} is not a usearch index")
+        index: Any = restored  # the depths are settable, whatever usearch's stubs say
+        index.expansion_add, index.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
         sql = "SELECT id FROM changes WHERE seq > ?"
         changed = np.array([r[0] for r in db.execute(sql, (old.change_seq,))], dtype=np.uint64)
         present = (
@@ -498,16 +506,24 @@ def _file_rows(db: sqlite3.Connection) -> dict[int, _FileRow]:
 
 
 def _new_index(dims: int) -> Any:
-    """An empty HNSW index: cosine over int8 vectors (a quarter of float32's bytes)."""
+    """An empty HNSW index: cosine over ``DTYPE`` vectors."""
     from usearch.index import Index  # only a large library pays for the import
 
     return Index(
         ndim=dims,
         metric="cos",
-        dtype="i8",
+        dtype=DTYPE,
         connectivity=CONNECTIVITY,
         expansion_add=EXPANSION_ADD,
         expansion_search=EXPANSION_SEARCH,
+    )
+
+
+def _current_kind(index: Any) -> bool:
+    """Whether a file was built with this version's vector type and links per node (an
+    older file is patched no more: its next rewrite is a rebuild)."""
+    return bool(
+        str(index.dtype).rsplit(".", 1)[-1].lower() == DTYPE and index.connectivity == CONNECTIVITY
     )
 
 
