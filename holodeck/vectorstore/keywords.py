@@ -13,8 +13,10 @@ a sentence are found far more often.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import unicodedata
+from collections import Counter
 from functools import cache
 from typing import Any
 
@@ -28,6 +30,15 @@ MAX_TERM_CHARS = 200
 #: An identifier held by more chunks than this is a common compound (``two-dimensional``),
 #: not a name to look up: its holders get no precedence.
 EXACT_MAX = 10
+#: A term the query says ``n`` times weighs ``(K3 + 1) n / (K3 + n)`` times a term said once
+#: (BM25's query-term frequency, saturating as Robertson's k3 does: 1.33 for twice, at most
+#: 2), not ``n`` times: on the labelled sets a linear count was the worst of the choices
+#: measured (benchmarks/README.md) ...
+QTF_K3 = 1.0
+#: ... in steps of a half. FTS5's ``bm25()`` and the Query Engine's BM25STD weigh every term
+#: of a query alike and add a term asked twice again, so a weight is asked as copies of
+#: the term (twice the weight, rounded: said once 2 copies, twice or more 3, seven times 4).
+QTF_STEPS = 2
 
 #: Words a keyword query leaves out: they say nothing about what a question is about ("how",
 #: "did", "all", "don't") and match most chunks, so BM25 ranks chunks that repeat them over
@@ -80,9 +91,9 @@ def idents_text(text: str) -> list[str]:
 
 
 def query_terms(query: str, max_terms: int = MAX_TERMS) -> list[str]:
-    """The terms a keyword query asks, once per time the query says them (BM25 weighs a term
-    by how often the query repeats it): each compound whole and each of its word parts, stop
-    words left out. ``PURPLE-OTTER`` gives ``PURPLE-OTTER``, ``PURPLE``, ``OTTER``.
+    """The terms a keyword query asks: each compound whole and each of its word parts, stop
+    words left out. ``PURPLE-OTTER`` gives ``PURPLE-OTTER``, ``PURPLE``, ``OTTER``. A term
+    the query repeats is asked more often than the others (``weighted``).
 
     A possessive ``'s`` goes (``cornell's`` asks ``cornell``); a contraction in the stop list
     (``don't``) goes whole. Words inside double quotes are kept, stop words or not (``"out of
@@ -90,7 +101,19 @@ def query_terms(query: str, max_terms: int = MAX_TERMS) -> list[str]:
     what they name. The Query Engine's own stopwords are never asked.
     """
     terms = _terms(query, STOPWORDS, max_terms)
-    return terms or _terms(query, frozenset(), max_terms)
+    return weighted(terms or _terms(query, frozenset(), max_terms))
+
+
+def weighted(said: list[str]) -> list[str]:
+    """Each distinct term of ``said`` (case aside) as many times as its weight asks: its
+    first spelling, ``round(QTF_STEPS x (QTF_K3 + 1) n / (QTF_K3 + n))`` times for a term said
+    ``n`` times, all divided by their greatest common divisor (BM25 ranks the same: a query
+    that repeats nothing asks each term once)."""
+    counts = Counter(t.casefold() for t in said)
+    copies = {key: round(QTF_STEPS * (QTF_K3 + 1) * n / (QTF_K3 + n)) for key, n in counts.items()}
+    step = math.gcd(*copies.values()) if copies else 1
+    first = {t.casefold(): t for t in reversed(said)}
+    return [first[key] for key, n in copies.items() for _ in range(n // step)]
 
 
 def _terms(query: str, stop: frozenset[str], max_terms: int) -> list[str]:
@@ -169,8 +192,8 @@ def is_compound(term: str) -> bool:
 
 
 def redis_stems(query: str) -> list[str]:
-    """The stems of the query's word parts, escaped for the Query Engine, as often as the
-    query says them (the engine adds a repeated term's BM25 again, as FTS5 does).
+    """The stems of the query's word parts, escaped for the Query Engine, as often as
+    ``query_terms`` asks them (the engine adds a repeated term's BM25 again, as FTS5 does).
     Compounds are looked up apart (``idents``)."""
     return [_redis_escape(p) for p in _stems([t for t in query_terms(query) if not is_compound(t)])]
 

@@ -1,6 +1,6 @@
 """What a keyword query asks, as a user sees it in the ranking, on both stores: the words the
-question is about, not its noise words; a word said twice counts twice; quoted and stop-word
-queries still find what they name.
+question is about, not its noise words; a word said twice counts more, but not without
+bound; quoted and stop-word queries still find what they name.
 
 The real model, real files, the local SQLite index and a real Redis with the Query Engine.
 """
@@ -88,6 +88,13 @@ def test_a_word_the_query_repeats_weighs_more(tool) -> None:
     # "boundary" and "shock" are equally rare; the query that says one twice prefers it
     assert first(tool, "boundary boundary layer or shock wave") == "physics/boundary.md"
     assert first(tool, "boundary layer or shock shock wave") == "physics/shocks.md"
+
+
+@pytest.mark.redis
+def test_a_word_said_over_and_over_does_not_outweigh_the_rest(tool) -> None:
+    # "shock" three times against "boundary" and "layer" once (all as rare): counted three
+    # times, "shock" alone would outscore both; saturated it weighs 1.5 against their 2
+    assert first(tool, "shock shock shock boundary layer") == "physics/boundary.md"
 
 
 @pytest.mark.redis

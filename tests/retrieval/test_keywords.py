@@ -23,17 +23,27 @@ def test_a_chunk_is_indexed_by_split_words_and_whole_identifiers() -> None:
     assert idents_text(text) == ["max_retries", "os.path.join", "--no-ff", "v2.3.1"]
 
 
-def test_query_terms_hold_each_compound_and_its_parts_as_often_as_said() -> None:
+def test_query_terms_hold_each_compound_and_its_parts_weighed_by_how_often_said() -> None:
+    # each term twice, "purple" (said twice, case aside) three times: 1.5 times the weight
     assert query_terms("what is the PURPLE-OTTER flag of purple things?") == [
-        "PURPLE-OTTER",
-        "PURPLE",
-        "OTTER",
-        "flag",
-        "purple",
-        "things",
+        *["PURPLE-OTTER"] * 2,
+        *["PURPLE"] * 3,
+        *["OTTER"] * 2,
+        *["flag"] * 2,
+        *["things"] * 2,
     ]
     assert fts5_expression('say "max_retries"') == ('"say" OR "max_retries" OR "max" OR "retries"')
-    assert fts5_expression("flow flow over it") == '"flow" OR "flow"'
+    # one term, or every term said as often: each asked once (BM25 ranks the same)
+    assert fts5_expression("flow flow over it") == '"flow"'
+    assert query_terms("shock wave, shock wave") == ["shock", "wave"]
+
+
+def test_a_repeated_term_saturates() -> None:
+    # BM25's k3 = 1: said n times, a term weighs 2n / (1 + n) in halves: 1.5 up to six
+    # times, 2 from seven times on; never n times
+    for said, weight in ((2, 1.5), (3, 1.5), (6, 1.5), (7, 2.0), (30, 2.0)):
+        terms = query_terms(" ".join(["shock"] * said + ["wave"]))
+        assert terms.count("shock") / terms.count("wave") == weight, said
 
 
 def test_stop_words_possessives_and_contractions_are_not_asked() -> None:

@@ -91,7 +91,7 @@ class IndexAdapter(Protocol):
 
     def keyword_scale(self, query: str) -> float:
         """The BM25 a chunk of average length gets for holding each of ``query``'s terms once
-        (as often as the query says them): the sum of their IDFs as this backend's BM25
+        (as often as ``query_terms`` asks them): the sum of their IDFs as this backend's BM25
         computes them (over the whole index). 0 when nothing is asked. Fusion divides the
         best match's BM25 by it to see how much of the query that match covers."""
         ...
