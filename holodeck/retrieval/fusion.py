@@ -7,10 +7,11 @@ margins; BM25 has no such scale, so it is divided by the best. The keyword side'
 ``w`` follows how far each side can be trusted on this query (``keyword_weight``): it grows
 with how much of the query the best keyword match covers (its BM25 against the sum of the
 query terms' IDFs: a match of the rare terms, not of the common ones) and shrinks as the
-model's best chunk stands out from its tenth (the model is sure). Measured on six dev sets
-(benchmarks/README.md): a fixed share won on keyword-heavy sets and lost to the model alone
-on questions over short passages, where every passage repeats its subject's name and the
-keyword side favours the repeats; this one keeps the wins and stops the loss.
+model's best chunk stands out from its tenth (the model is sure), measured as a share of the
+best cosine, so that it means the same whatever range a model's cosines keep to. Measured on
+seven dev sets (benchmarks/README.md): a fixed share won on keyword-heavy sets and lost to
+the model alone on questions over short passages, where every passage repeats its subject's
+name and the keyword side favours the repeats; this one keeps the wins and stops the loss.
 Every candidate's cosine is exact (the stores return vectors). Chunks holding a rare
 identifier of the query whole come first: an agent asking for ``max_retries`` wants the
 chunks that say it, even when the model prefers prose about retries.
@@ -30,11 +31,17 @@ SearchMode = Literal["hybrid", "semantic", "keyword"]
 MODES: tuple[SearchMode, ...] = ("hybrid", "semantic", "keyword")
 #: The keyword side's share when its best match covers the whole query and the model's top
 #: chunks score alike; ...
-KEYWORD_WEIGHT = 0.45
-#: ... less by this much per unit of the model's lead (its best cosine minus its tenth) ...
-CONFIDENCE_SCALE = 2.5
+KEYWORD_WEIGHT = 0.5
+#: ... less by this much per unit of the model's lead (how far its tenth cosine falls below
+#: its best, as a share of the best: the same for cosines of 0.8-0.9 as of 0.4-0.45) ...
+CONFIDENCE_SCALE = 2.0
 #: ... measured at this rank of the model's list.
 CONFIDENCE_RANK = 10
+#: A chunk the keyword side did not list, when its list was cut at the depth asked, scores
+#: somewhere between 0 and the list's lowest score on that side: it gets this share of the
+#: lowest (the lowest itself ranked the model's candidates above chunks that hold the
+#: query's words; 0 ranked them below: benchmarks/README.md).
+UNLISTED_SHARE = 0.5
 
 
 def keyword_weight(dense: Sequence[ChunkHit], best: float, scale: float) -> float:
@@ -43,8 +50,8 @@ def keyword_weight(dense: Sequence[ChunkHit], best: float, scale: float) -> floa
     coverage = min(1.0, best / scale) if scale > 0 else 0.0
     # the lead over the tenth; with fewer candidates there is no telling (a tiny library)
     lead = 0.0
-    if len(dense) >= CONFIDENCE_RANK:
-        lead = dense[0].score - dense[CONFIDENCE_RANK - 1].score
+    if len(dense) >= CONFIDENCE_RANK and dense[0].score > 0:
+        lead = 1.0 - dense[CONFIDENCE_RANK - 1].score / dense[0].score
     return KEYWORD_WEIGHT * coverage * max(0.0, 1.0 - CONFIDENCE_SCALE * lead)
 
 
@@ -61,14 +68,14 @@ def fuse(
 
     semantic: the cosine; keyword: BM25 / best BM25; hybrid: the weighted sum, the keyword
     side's share from ``keyword_weight`` (``scale``: the query terms' summed IDFs). A chunk the
-    keyword side did not return gets that side's floor: its lowest score when the list was
+    keyword side did not return gets ``UNLISTED_SHARE`` of its lowest score when the list was
     cut at ``depth``, else 0 (the list held every match). ``exact`` (holders of a rare
     identifier of the query) rank first, their score raised to at least every other's, so
     scores never increase down the list. Ties go to the earlier chunk id.
     """
     bm25 = {h.record.chunk_id: h.score for h in keyword}
     best = max(bm25.values(), default=0.0)
-    floor = min(bm25.values()) if len(bm25) >= depth else 0.0
+    floor = UNLISTED_SHARE * min(bm25.values()) if len(bm25) >= depth else 0.0
     records = list({h.record.chunk_id: h.record for h in (*dense, *keyword, *exact)}.values())
     similarity = _cosines(records, query)
     relative = np.array([bm25.get(r.chunk_id, floor) for r in records], dtype=np.float64)

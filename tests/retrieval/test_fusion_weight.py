@@ -11,12 +11,29 @@ import numpy as np
 import pytest
 from test_hybrid_search import project, ready_tool
 
+from holodeck.retrieval.fusion import fuse, keyword_weight
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
-from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.records import (
+    ChunkFilters,
+    ChunkHit,
+    ChunkRecord,
+    DocState,
+    chunk_id_for,
+)
 from holodeck.vectorstore.store import VectorStore
 
 QUERY = "kestrel falcon"
+
+
+def note(doc: str, text: str, cos: float) -> ChunkRecord:
+    """A one-chunk note whose vector has cosine ``cos`` with the query's (the x axis)."""
+    return ChunkRecord(
+        chunk_id=chunk_id_for("t", "kb", doc, 0), tenant_id="t", library_id="kb",
+        book_id=".", doc_id=doc, chunk_index=0, content=text,
+        vector=np.array([cos, np.sqrt(1 - cos**2), 0.0], dtype=np.float32),
+        embedding_model="m", source_path=doc, mtime=1.0, content_hash=doc, token_count=6,
+    )  # fmt: skip
 
 
 def store_with(cosines: dict[str, float]) -> VectorStore:
@@ -28,13 +45,7 @@ def store_with(cosines: dict[str, float]) -> VectorStore:
     }
     store = VectorStore(MemoryIndexAdapter())
     for doc, text in texts.items():
-        cos = cosines.get(doc, cosines["other"])
-        rec = ChunkRecord(
-            chunk_id=chunk_id_for("t", "kb", doc, 0), tenant_id="t", library_id="kb",
-            book_id=".", doc_id=doc, chunk_index=0, content=text,
-            vector=np.array([cos, np.sqrt(1 - cos**2), 0.0], dtype=np.float32),
-            embedding_model="m", source_path=doc, mtime=1.0, content_hash=doc, token_count=6,
-        )  # fmt: skip
+        rec = note(doc, text, cosines.get(doc, cosines["other"]))
         store.write_document("t", "kb", doc, [rec], DocState(doc, 1.0, 1, doc, 1))
     return store
 
@@ -50,9 +61,32 @@ def test_a_sure_model_keeps_its_best_chunk_first() -> None:
     assert first(store_with({"birds.md": 0.70, "match.md": 0.45, "other": 0.30})) == "birds.md"
 
 
+def test_a_model_sure_on_a_lower_scale_is_as_sure() -> None:
+    # the same scores halved (a model whose cosines keep to a lower range): its best chunk
+    # stands out as much, as a share of its best, and stays first
+    assert first(store_with({"birds.md": 0.35, "match.md": 0.225, "other": 0.15})) == "birds.md"
+
+
 def test_an_unsure_model_lets_a_full_keyword_match_come_first() -> None:
     # the model's top scores lie within 0.06 of each other: the keyword side decides
     assert first(store_with({"birds.md": 0.50, "match.md": 0.45, "other": 0.44})) == "match.md"
+
+
+def test_a_chunk_the_cut_keyword_list_left_out_gets_half_its_lowest_score() -> None:
+    # the keyword side listed two chunks (BM25 10 and 8) and was cut there: the model's own
+    # candidate may hold the words less, or not at all; it is scored half of the lowest
+    listed = [ChunkHit(note(f"k{i}.md", "kestrel", 0.3), s) for i, s in enumerate((10.0, 8.0))]
+    dense = [ChunkHit(note(f"d{i}.md", "bread", 0.6 - i / 100), 0.6 - i / 100) for i in range(10)]
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    weight = keyword_weight(dense, 10.0, 10.0)
+    assert weight > 0
+    scores = {s.record.doc_id: s.score for s in fuse(dense, listed, query, "hybrid", 2, scale=10.0)}
+    for i in range(10):
+        cos = 0.6 - i / 100
+        assert scores[f"d{i}.md"] == pytest.approx((1 - weight) * cos + weight * 0.4, abs=1e-6)
+    # a list that held every match: what it left out holds none of the words
+    scores = {s.record.doc_id: s.score for s in fuse(dense, listed, query, "hybrid", 3, scale=10.0)}
+    assert scores["d0.md"] == pytest.approx((1 - weight) * 0.6, abs=1e-6)
 
 
 @pytest.mark.redis
