@@ -22,8 +22,9 @@ from typing import Any
 
 from stopwords import get_stopwords
 
-#: Most terms sent to the full-text index: a pasted 100 KB query stays a cheap query (the
-#: dense side still embeds the query as the model reads it).
+#: Most terms taken from a query (a term it repeats is then asked up to twice as often as
+#: the others, ``weighted``): a pasted 100 KB query stays a cheap query (the dense side
+#: still embeds the query as the model reads it).
 MAX_TERMS = 64
 #: Longer terms (a pasted blob without spaces) name nothing a keyword could find.
 MAX_TERM_CHARS = 200
@@ -31,9 +32,9 @@ MAX_TERM_CHARS = 200
 #: not a name to look up: its holders get no precedence.
 EXACT_MAX = 10
 #: A term the query says ``n`` times weighs ``(K3 + 1) n / (K3 + n)`` times a term said once
-#: (BM25's query-term frequency, saturating as Robertson's k3 does: 1.33 for twice, at most
-#: 2), not ``n`` times: on the labelled sets a linear count was the worst of the choices
-#: measured (benchmarks/README.md) ...
+#: (BM25's query-term frequency, saturating as Robertson's k3 does: 1.33 for twice, asked as
+#: 1.5 below, at most 2), not ``n`` times: on the labelled sets a linear count was the
+#: worst of the choices measured (benchmarks/README.md) ...
 QTF_K3 = 1.0
 #: ... in steps of a half. FTS5's ``bm25()`` and the Query Engine's BM25STD weigh every term
 #: of a query alike and add a term asked twice again, so a weight is asked as copies of
