@@ -73,8 +73,9 @@ PREPARE_AHEAD = 2 * EMBED_WINDOW
 #: is chunked again by the next ingest, even when its file did not change, and its chunks
 #: whose text is unchanged keep their vectors: an upgrade brings an index to the new rules
 #: without re-embedding what they left alone. (1: holodeck 0.1; 2: only the content, no
-#: fragments, section paths.)
-CHUNKING_VERSION = 2
+#: fragments, section paths; 3: the section path embedded and keyword indexed with the
+#: text, ``records.indexed_text``: chunks with a section get a new vector.)
+CHUNKING_VERSION = 3
 _VERSION_TAG = f"+chunks{CHUNKING_VERSION}"
 
 

@@ -7,11 +7,12 @@ newer holodeck, and is refused rather than misread.
 
 Layout: ``libraries`` (tenant + library -> a small integer, and who fills it), ``chunks`` (every
 ancestor id, content, metadata), ``vectors`` (float32 BLOBs, searched by numpy in memory),
-``documents`` (per-document state), ``chunks_fts`` (FTS5 over chunk words and identifiers, kept in
-step by the adapter), ``changes`` (ids of vectors deleted or moved, so a reader's in-memory matrix
-follows the change instead of reloading), ``vector_files`` (each large library's approximate
-index file and the point of ``chunks`` and ``changes`` it covers: ``sqlite_vectors``) and
-``meta`` (the model and dimensions of the index).
+``documents`` (per-document state), ``chunks_fts`` (FTS5 over the words and identifiers of each
+chunk's heading path and text, kept in step by the adapter), ``changes`` (ids of vectors
+deleted or moved, so a reader's in-memory matrix follows the change instead of reloading),
+``vector_files`` (each large library's approximate index file and the point of ``chunks``
+and ``changes`` it covers: ``sqlite_vectors``) and ``meta`` (the model and dimensions of
+the index).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+from holodeck.vectorstore.adapters.sqlite_query import keyword_columns
 from holodeck.vectorstore.keywords import idents_text, words_text
 
 #: Porter-stemmed words; ``-_.`` inside tokens only matter in ``idents`` (``words`` has none).
@@ -183,3 +185,18 @@ def m004_chunk_sections(db: sqlite3.Connection) -> None:
     # none ('') until their document is ingested again, which the next ingest does (the
     # pipeline's version changed): their vectors are reused where the text is unchanged.
     db.execute("ALTER TABLE chunks ADD COLUMN section TEXT NOT NULL DEFAULT ''")
+
+
+@migration
+def m005_sections_keyword_indexed(db: sqlite3.Connection) -> None:
+    # A chunk's heading path is keyword indexed with its text (records.indexed_text). The
+    # full-text table is contentless: a row is forgotten only when told the words it was
+    # given, so every row is written again by the new rule before any is deleted. (Their
+    # vectors follow at the next ingest: the pipeline's CHUNKING_VERSION moved with it.)
+    db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
+    rows = db.execute("SELECT id, content, section FROM chunks").fetchall()
+    for row_id, content, section in rows:
+        db.execute(
+            "INSERT INTO chunks_fts (rowid, words, idents) VALUES (?, ?, ?)",
+            (row_id, *keyword_columns(content, section)),
+        )

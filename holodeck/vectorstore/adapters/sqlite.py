@@ -35,7 +35,6 @@ from holodeck.vectorstore.records import (
     DocState,
     IndexInfo,
     chunk_id_for,
-    indexed_text,
 )
 
 #: Entries of the ``changes`` log kept after an ingest; a reader further behind reloads.
@@ -282,7 +281,7 @@ class SqliteIndexAdapter:
             db.execute("INSERT INTO vectors VALUES (?, ?, ?)", (cur.lastrowid, libs[key], vector))
             db.execute(
                 "INSERT INTO chunks_fts (rowid, words, idents) VALUES (?, ?, ?)",
-                (cur.lastrowid, *keyword_columns(indexed_text(rec.content, rec.section))),
+                (cur.lastrowid, *keyword_columns(rec.content, rec.section)),
             )
 
     def _delete_doc(self, db: sqlite3.Connection, lib: int, doc_id: str) -> int:
@@ -296,7 +295,7 @@ class SqliteIndexAdapter:
             db.execute(
                 "INSERT INTO chunks_fts (chunks_fts, rowid, words, idents) "
                 "VALUES ('delete', ?, ?, ?)",
-                (row_id, *keyword_columns(indexed_text(content, section))),
+                (row_id, *keyword_columns(content, section)),
             )
         ids = [(row_id,) for row_id, _, _ in rows]
         db.executemany("DELETE FROM vectors WHERE id = ?", ids)

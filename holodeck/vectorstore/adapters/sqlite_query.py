@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from holodeck.vectorstore.keywords import idents_text, words_text
-from holodeck.vectorstore.records import ChunkFilters, ChunkRecord
+from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, indexed_text
 
 #: A search is cut into parts worked on at once by the read threads (the keyword side in
 #: ranges of row ids, each on its own connection; the vector product in ranges of matrix
@@ -129,9 +129,11 @@ def record(row: Sequence[Any], blob: bytes | None) -> ChunkRecord:
     )
 
 
-def keyword_columns(content: str) -> tuple[str, str]:
-    """The ``words`` and ``idents`` a chunk's text is indexed by."""
-    return words_text(content), " ".join(idents_text(content))
+def keyword_columns(content: str, section: str) -> tuple[str, str]:
+    """The ``words`` and ``idents`` a chunk is indexed by: those of its heading path and
+    text (``indexed_text``)."""
+    text = indexed_text(content, section)
+    return words_text(text), " ".join(idents_text(text))
 
 
 def id_ranges(first: int, last: int, parts: int) -> list[tuple[int, int]]:
