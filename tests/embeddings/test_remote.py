@@ -21,6 +21,7 @@ from holodeck.embeddings.remote import MAX_INPUTS, OpenAIEmbedder
 from holodeck.embeddings.tiktoken_offline import TiktokenCounter
 from holodeck.errors import EmbeddingError, IngestError
 from holodeck.tools.vectorstore_tool import VectorStoreTool
+from holodeck.vectorstore.records import indexed_text
 
 KEY = "sk-embed-test-key"
 
@@ -156,7 +157,8 @@ def test_index_dimensions_are_checked(tmp_path: Path, server: FakeOpenAI) -> Non
     tool = VectorStoreTool(project.tools[0], project)
     tool.initialize_sync()
     assert tool.document_count == 2
-    results, _ = tool.find("# Beta\nBeta jobs retry three times.")  # the chunk's exact text
+    # the text the chunk was embedded as (its section's path, then its text): its vector
+    results, _ = tool.find(indexed_text("# Beta\nBeta jobs retry three times.", "Beta"))
     assert results[0].source_path == "docs/b.md" and results[0].score > 0.99
     tool.close()
 
