@@ -129,16 +129,16 @@ def main() -> None:
     parser.add_argument("--show-misses", action="store_true", help="print each miss's top 5")
     parser.add_argument("--json", action="store_true", help="every question's row as JSON")
     parser.add_argument(
-        "--section-in-text",
+        "--text-alone",
         action="store_true",
-        help="embed and keyword-index each chunk with its heading path (records."
-        "SECTION_IN_TEXT); use a --project of its own",
+        help="embed and keyword-index each chunk without its heading path (records."
+        "SECTION_IN_TEXT off), to compare; use a --project of its own",
     )
     args = parser.parse_args()
-    if args.section_in_text:
+    if args.text_alone:
         from holodeck.vectorstore import records
 
-        records.SECTION_IN_TEXT = True
+        records.SECTION_IN_TEXT = False
     questions = yaml.safe_load(args.questions.read_text())
     if args.split:
         questions = [q for q in questions if q["split"] == args.split]

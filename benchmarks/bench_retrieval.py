@@ -269,16 +269,17 @@ def main() -> None:
         "quality on the small labelled sets; by default they are searched exactly)",
     )
     parser.add_argument(
-        "--section-in-text",
+        "--text-alone",
         action="store_true",
-        help="embed and keyword-index each chunk with its heading path (records."
-        "SECTION_IN_TEXT); the real folder's project is then results/realdocs-section",
+        help="embed and keyword-index each chunk without its heading path (records."
+        "SECTION_IN_TEXT off), to compare; the real folder's project is then "
+        "results/realdocs-text-alone",
     )
     args = parser.parse_args()
-    if args.section_in_text:
+    if args.text_alone:
         from holodeck.vectorstore import records
 
-        records.SECTION_IN_TEXT = True
+        records.SECTION_IN_TEXT = False
     if args.ann_min_rows is not None:
         from holodeck.vectorstore.adapters import sqlite_vectors
 
@@ -289,7 +290,7 @@ def main() -> None:
     sets = args.sets or ["cranfield", "vaswani_npl"]
     if "realdocs" in sets:
         sets.remove("realdocs")
-        root = HERE / "results" / ("realdocs-section" if args.section_in_text else "realdocs")
+        root = HERE / "results" / ("realdocs-text-alone" if args.text_alone else "realdocs")
         report = {"set": "realdocs", "backend": "local", "rows": realdocs(root=root)}
         print(json.dumps(report, indent=1), flush=True)
     server = None
