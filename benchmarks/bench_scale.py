@@ -80,7 +80,8 @@ out["rss_mb"], out["peak_mb"] = status("VmRSS:"), status("VmHWM:")
 from holodeck.vectorstore.adapters import sqlite_vectors
 out["settings"] = {{}}
 for depth, candidates in {settings!r}:  # the file's search depth and candidates re-scored
-    sqlite_vectors.EXPANSION_SEARCH, sqlite_vectors.MIN_CANDIDATES = depth, candidates
+    sqlite_vectors.EXPANSION_SEARCH = sqlite_vectors.EXPANSION_SEARCH_LARGE = depth
+    sqlite_vectors.MIN_CANDIDATES = candidates
     found, ms = [], []
     for q in queries:
         t = time.perf_counter()

@@ -71,6 +71,11 @@ DTYPE = "i8"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
+#: A file this large is searched deeper: at 300,000 chunks depth 128 found 0.9755 of the exact
+#: top 10, 256 found 0.987, 512 found 0.9925 (p50 9.1 -> 24 ms; more candidates re-scored
+#: found none more). At 100,000 depth 128 finds 0.9995.
+LARGE_FILE_ROWS = 200_000
+EXPANSION_SEARCH_LARGE = 512
 #: Candidates the file is asked for, as a multiple of ``k``, to re-score exactly.
 OVERFETCH = 2
 MIN_CANDIDATES = 40
@@ -203,7 +208,10 @@ class VectorIndex:
             return _best_of(self._read_vectors(keep), query, k, None, self._similarities)
         wanted = max(k * OVERFETCH, MIN_CANDIDATES)
         while True:
-            base.view.expansion_search = max(EXPANSION_SEARCH, wanted)
+            depth = (
+                EXPANSION_SEARCH_LARGE if base.row.count >= LARGE_FILE_ROWS else EXPANSION_SEARCH
+            )
+            base.view.expansion_search = max(depth, wanted)
             matches = base.view.search(query, wanted, threads=1)
             keys = np.asarray(matches.keys, dtype=np.int64)
             keep = ~np.isin(keys, library.gone)
