@@ -8,6 +8,7 @@ so tests never see each other's chunks.
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -71,3 +72,15 @@ def redis_server_factory() -> Iterator[Callable[..., RedisServer]]:
     yield start
     for server in servers:
         server.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_as_a_shell_leaves_it() -> None:
+    """SIGINT and SIGQUIT at their defaults in the kernel, as an interactive shell starts a
+    command: the processes a test starts inherit ignored signals, and Python keeps an
+    ignored SIGINT ignored (Ctrl-C then does nothing). Under pytest-xdist, in a full run,
+    workers were seen passing SIGINT and SIGQUIT ignored to their children while Python's
+    own view (``signal.getsignal``) still said default: something in C set them outside
+    any test (not found yet); this puts them back before each test."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)

@@ -6,9 +6,7 @@ means 25 rows of a real 80-column screen.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from pathlib import Path
 
 import pexpect
@@ -16,6 +14,7 @@ import pyte
 import pytest
 from chat_helpers import with_model
 from fake_openai import FakeOpenAI, raw, text, tool_calls
+from terminal import spawn_holodeck
 
 PROMPT = "you>"
 QUESTION = "How do I retry a failed job?"
@@ -33,23 +32,14 @@ def spawn(
     size: tuple[int, int] = (50, 200),
 ) -> pexpect.spawn:
     """``holodeck chat ARGS`` on a ``size`` (rows, columns) terminal, its output logged."""
-    full_env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_", "NO_COLOR"))
-    }
-    full_env.update(
-        HOME=str(project / "home"),
-        TERM="xterm-256color",
-        PROMPT_TOOLKIT_NO_CPR="1",  # pexpect does not answer cursor-position requests
-        **({"NO_COLOR": "1"} if no_color else {}),
-        **(env or {}),
-    )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "holodeck", "chat", *args],
-        cwd=str(project),
-        env=full_env,
-        encoding="utf-8",
-        dimensions=size,
+    child = spawn_holodeck(
+        "chat",
+        *args,
+        cwd=project,
+        size=size,
+        # pexpect does not answer cursor-position requests
+        env={"PROMPT_TOOLKIT_NO_CPR": "1", **(env or {})},
+        no_color=no_color,
         timeout=120,
     )
     child.logfile_read = open(project / "terminal.log", "w", encoding="utf-8")  # noqa: SIM115

@@ -1,7 +1,7 @@
 """Habits users bring from git, pip and ruff: flags after the command, config found from a
 subfolder, no colour under NO_COLOR or in a pipe, errors that point at what the user has.
 
-The real command in a subprocess (``run_holodeck``) or in a real pseudo-terminal (pexpect).
+The real command (``run_holodeck``) or in a real pseudo-terminal (pexpect).
 """
 
 from __future__ import annotations

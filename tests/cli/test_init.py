@@ -1,6 +1,6 @@
 """``holodeck init``: a new project whose first ingest and first test pass with no edits.
 
-The real CLI in a subprocess, the real local model and index, real documents.
+The real CLI (run_holodeck), the real local model and index, real documents.
 """
 
 from __future__ import annotations

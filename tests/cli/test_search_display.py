@@ -7,14 +7,11 @@ The real CLI in a real terminal (pexpect and pyte), real files, the real local m
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
-import pexpect
-import pyte
 import pytest
 from cli_helpers import run_holodeck, write
+from terminal import final_screen, spawn_holodeck
 
 AGENT = """
 name: search-display
@@ -61,27 +58,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def on_terminal(project: Path, *args: str) -> list[str]:
     """The screen `holodeck search ARGS` leaves on a 100-column terminal."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NO_COLOR"))}
-    env.update(HOME=str(project / "home"), TERM="xterm-256color")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "holodeck", "search", *args, "--no-ingest"],
-        cwd=str(project),
-        env=env,
-        encoding="utf-8",
-        dimensions=(200, 100),
-        timeout=240,
-    )
-    screen = pyte.Screen(100, 200)
-    stream = pyte.Stream(screen)
-    while True:
-        try:
-            stream.feed(child.read_nonblocking(4096, timeout=240))
-        except pexpect.EOF:
-            break
-    child.close()
-    assert child.exitstatus == 0
-    return [line.rstrip() for line in screen.display if line.strip()]
+    size = (200, 100)
+    child = spawn_holodeck("search", *args, "--no-ingest", cwd=project, size=size, no_color=False)
+    return final_screen(child, size)
 
 
 def test_a_terminal_shows_where_each_result_is_and_the_lines_that_match(project: Path) -> None:

@@ -2,20 +2,17 @@
 and the summary line show on stderr (plain lines in a pipe, a bar on a terminal); when
 nothing changed, nothing but the results is printed; `--no-ingest` searches what is indexed.
 
-The real CLI in a subprocess (and in a real terminal, through pexpect and pyte), real files,
+The real CLI (and in a real terminal, through pexpect and pyte), real files,
 the real local model.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
-import pexpect
-import pyte
 from cli_helpers import run_holodeck, write
+from terminal import screens, spawn_holodeck
 
 AGENT = """
 name: search-ingest
@@ -93,29 +90,9 @@ def test_search_on_a_terminal_draws_a_bar_naming_the_file_it_embeds(tmp_path: Pa
         for i in range(400)
     )
     write(project / "docs" / "handbook.md", sections)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NO_COLOR"))}
-    env.update(HOME=str(project / "home"), TERM="xterm-256color")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "holodeck", "search", "valve inspection"],
-        cwd=str(project),
-        env=env,
-        encoding="utf-8",
-        dimensions=(100, 160),
-        timeout=240,
-    )
-    screen = pyte.Screen(160, 100)
-    stream = pyte.Stream(screen)
-    frames: list[str] = []
-    while True:
-        try:
-            stream.feed(child.read_nonblocking(4096, timeout=240))
-        except pexpect.EOF:
-            break
-        frames.append("\n".join(screen.display))
-    child.close()
-    assert child.exitstatus == 0
-    lines = [frame.splitlines() for frame in frames]
+    size = (100, 160)
+    child = spawn_holodeck("search", "valve inspection", cwd=project, size=size, no_color=False)
+    lines = screens(child, size)
     bars = [
         (frame[i], frame[i + 1])
         for frame in lines
@@ -126,6 +103,6 @@ def test_search_on_a_terminal_draws_a_bar_naming_the_file_it_embeds(tmp_path: Pa
     assert any("%" in bar and "files ·" in bar and "chunks ·" in bar for bar, _ in bars)
     assert any(under.strip().startswith("embedding handbook.md") for _, under in bars)
     assert len({bar for bar, _ in bars}) >= 2  # it moved (rich redraws 10 times a second)
-    final = "\n".join(screen.display)
+    final = "\n".join(lines[-1])
     assert "kb: 4 new, 0 changed" in final  # the bar goes, the summary line stays
     assert "handbook.md" in final  # among the results

@@ -1,4 +1,4 @@
-"""``holodeck test`` with an ``evaluations:`` section: the real CLI in a subprocess, the real
+"""``holodeck test`` with an ``evaluations:`` section: the real CLI (run_holodeck), the real
 openai client, one fake OpenAI-compatible server playing the agent's LLM (scripted) and
 another playing the judge (tests/fake_judge.py, answering from what it is asked)."""
 

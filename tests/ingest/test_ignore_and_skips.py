@@ -1,7 +1,7 @@
 """Leaving files out on purpose (``exclude:``, ``.holodeckignore``) and being told about the
 files left out for a reason: once per run, then only a count while nothing changes.
 
-Real files, the real CLI in a subprocess, the real local model.
+Real files, the real CLI (run_holodeck), the real local model.
 """
 
 from __future__ import annotations

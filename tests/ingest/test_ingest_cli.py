@@ -1,6 +1,6 @@
 """Ingestion as a user sees it: which files go in, what a re-run does, what survives a kill.
 
-Real files, the real local model, the real CLI in a subprocess.
+Real files, the real local model, the real CLI (run_holodeck).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``holodeck test`` with an LLM: the fake OpenAI-compatible server plays the model.
 
-The real CLI in a subprocess, the real openai client and agent loop, the real local
+The real CLI (run_holodeck), the real openai client and agent loop, the real local
 embedding model for search and for the ground_truth similarity. Cases run one at a time, so
 the scripted replies are consumed in case order.
 """

@@ -1,7 +1,7 @@
 """Multi-turn test cases (``turns:``): one conversation, each turn checked, the case passing
 when every turn does, and every turn in the JSON, Markdown and JUnit reports.
 
-The real ``holodeck test`` in a subprocess, the real openai client and agent loop, two real
+The real ``holodeck test`` (run_holodeck), the real openai client and agent loop, two real
 function tools; the fake OpenAI-compatible server plays the model, turn by turn.
 """
 

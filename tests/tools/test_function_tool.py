@@ -1,6 +1,6 @@
 """Function tools (``type: function``): a Python function next to agent.yaml that the model calls.
 
-The real ``holodeck chat`` and ``holodeck test`` in a subprocess, the real openai client and
+The real ``holodeck chat`` and ``holodeck test`` (run_holodeck), the real openai client and
 agent loop; the fake OpenAI-compatible server plays the model: it asks for the function and
 then answers with what the tool returned, so what reached the model is what the chat shows.
 """

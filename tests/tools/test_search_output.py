@@ -112,7 +112,15 @@ def test_a_query_that_is_not_utf8_is_searched_with_the_bad_bytes_replaced(projec
     """A shell argument in another encoding: each bad byte becomes U+FFFD, and a warning
     says what was searched (it used to be exit 3, "Failed to generate query embedding")."""
     query = b"JWT tokens\xff in the header"  # argv bytes, as a Latin-1 terminal sends them
-    result = run_holodeck("search", "--no-ingest", "--json", query, cwd=project)  # type: ignore[arg-type]
+    # Its own process: how argv bytes reach the command is what is tested.
+    result = run_holodeck(
+        "search",
+        "--no-ingest",
+        "--json",
+        query,
+        cwd=project,
+        own_process=True,  # type: ignore[arg-type]
+    )
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
     assert found["query"] == "JWT tokens\ufffd in the header"
