@@ -76,6 +76,9 @@ EXPANSION_SEARCH = 128
 #: found none more). At 100,000 depth 128 finds 0.9995.
 LARGE_FILE_ROWS = 200_000
 EXPANSION_SEARCH_LARGE = 512
+#: Threads that build the file (0: one per core). Several threads link the graph in an order
+#: that differs from run to run; one builds the same file every time.
+ADD_THREADS = 0
 #: Candidates the file is asked for, as a multiple of ``k``, to re-score exactly.
 OVERFETCH = 2
 MIN_CANDIDATES = 40
@@ -489,7 +492,7 @@ class VectorIndex:
                 keys = np.array([row_id for row_id, _ in block], dtype=np.uint64)
                 data = b"".join(blob for _, blob in block)
                 vectors = np.frombuffer(data, dtype=np.float32).reshape(len(block), -1)
-                index.add(keys, vectors, threads=0)
+                index.add(keys, vectors, threads=ADD_THREADS)
                 advance(len(block))
 
     def _remove_strays(self) -> None:
