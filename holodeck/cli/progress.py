@@ -6,6 +6,7 @@ move inside a big file and the time left is worth reading.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -87,6 +88,7 @@ class WatchReport:
         if first_pass and self.first_pass_fails:
             raise exc
         self.failures[tool.name] = redact_url(str(exc))
+        logging.getLogger("holodeck.cli").debug("%s's pass failed", tool.name, exc_info=exc)  # -v
         stamp = time.strftime("%H:%M:%S ")
         click.echo(f"{stamp}Error: {tool.name}: {self.failures[tool.name]}", err=True)
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import threading
 import unicodedata
 from collections import Counter
-from functools import cache
 from typing import Any
 
 from stopwords import get_stopwords
@@ -214,15 +214,23 @@ def _stems(words: list[str]) -> list[str]:
     return [s for s in _porter().stemWords(plain) if s]
 
 
-@cache
+#: One stemmer per thread: a snowballstemmer stemmer keeps the word it works on in itself, so
+#: two threads sharing one corrupt each other's words (``holodeck serve`` stemming a pass's
+#: chunks for Redis while it stems a search: IndexError, the pass failed).
+_stemmers = threading.local()
+
+
 def _porter() -> Any:
     """The Porter stemmer FTS5's ``porter`` tokenizer applies, for a backend that stems
-    differently (the Query Engine indexes each word and its stem and scores both). Loaded
-    on first use: the local index stems inside SQLite, and snowballstemmer loads every
-    language's stemmer when imported."""
-    import snowballstemmer
+    differently (the Query Engine indexes each word and its stem and scores both), this
+    thread's own. Loaded on first use: the local index stems inside SQLite, and
+    snowballstemmer loads every language's stemmer when imported."""
+    stemmer = getattr(_stemmers, "porter", None)
+    if stemmer is None:
+        import snowballstemmer
 
-    return snowballstemmer.stemmer("porter")
+        stemmer = _stemmers.porter = snowballstemmer.stemmer("porter")
+    return stemmer
 
 
 def fts5_phrase(term: str) -> str:

@@ -3,6 +3,8 @@ types can change the query's meaning."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from holodeck.vectorstore.keywords import (
     MAX_TERMS,
     fts5_expression,
@@ -100,3 +102,18 @@ def test_redis_asks_the_stems_of_word_parts_escaped() -> None:
     assert redis_expression("naïve cafés", "stems") == "@stems:(naiv | cafe)"
     assert redis_expression("retry retried jobs", "stems") == "@stems:(retri | retri | job)"
     assert stems_text("Retries failed; the naïve\nretry") == "retri fail the naiv retri"
+
+
+def test_threads_stemming_at_once_each_get_their_own_words() -> None:
+    """``holodeck serve`` stems a pass's chunks for Redis while it stems searches: one shared
+    snowballstemmer mixed their words (IndexError, the pass failed). Each thread stems as
+    one thread alone would, however the threads interleave."""
+    texts = [
+        " ".join(f"{word}{i}ing reconfigurations" for word in ("survey", "crater", "dust"))
+        * 400
+        for i in range(8)
+    ]
+    alone = [stems_text(t) for t in texts]
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(5):
+            assert list(pool.map(stems_text, texts)) == alone
