@@ -11,15 +11,10 @@ from __future__ import annotations
 
 import re
 import textwrap
-import threading
 from functools import lru_cache
 
-import snowballstemmer
+from holodeck.vectorstore.keywords import STOPWORDS, thread_stemmer
 
-from holodeck.vectorstore.keywords import STOPWORDS
-
-#: One stemmer per thread (a snowballstemmer stemmer keeps the word it works on in itself).
-_stemmers = threading.local()
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _OWN_LINE = re.compile(r"^\s*(?:[-*+|#>]|\d+[.)]\s|`{3})")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -60,10 +55,7 @@ _MARKDOWN_HEADING = re.compile(r"#{1,6}\s+")
 
 @lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
-    stemmer = getattr(_stemmers, "english", None)
-    if stemmer is None:
-        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
-    return str(stemmer.stemWord(word.lower()))
+    return str(thread_stemmer("english").stemWord(word.lower()))
 
 
 def query_terms(query: str) -> frozenset[str]:

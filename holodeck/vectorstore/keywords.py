@@ -211,25 +211,27 @@ def _stems(words: list[str]) -> list[str]:
         "".join(c for c in unicodedata.normalize("NFKD", w.lower()) if not unicodedata.combining(c))
         for w in words
     ]
-    return [s for s in _porter().stemWords(plain) if s]
+    return [s for s in thread_stemmer("porter").stemWords(plain) if s]
 
 
-#: One stemmer per thread: a snowballstemmer stemmer keeps the word it works on in itself, so
-#: two threads sharing one corrupt each other's words (``holodeck serve`` stemming a pass's
-#: chunks for Redis while it stems a search: IndexError, the pass failed).
+#: One stemmer per thread and language: a snowballstemmer stemmer keeps the word it works on
+#: in itself, so two threads sharing one corrupt each other's words (``holodeck serve``
+#: stemming a pass's chunks for Redis while it stems a search: IndexError, the pass failed).
 _stemmers = threading.local()
 
 
-def _porter() -> Any:
-    """The Porter stemmer FTS5's ``porter`` tokenizer applies, for a backend that stems
-    differently (the Query Engine indexes each word and its stem and scores both), this
-    thread's own. Loaded on first use: the local index stems inside SQLite, and
-    snowballstemmer loads every language's stemmer when imported."""
-    stemmer = getattr(_stemmers, "porter", None)
+def thread_stemmer(language: str) -> Any:
+    """This thread's own snowballstemmer stemmer for ``language`` (``porter``: the Porter
+    stemmer FTS5's ``porter`` tokenizer applies, for a backend that stems differently; the
+    Query Engine indexes each word and its stem and scores both). Loaded on first use: the
+    local index stems inside SQLite, and snowballstemmer loads every language's stemmer
+    when imported."""
+    stemmer = getattr(_stemmers, language, None)
     if stemmer is None:
         import snowballstemmer
 
-        stemmer = _stemmers.porter = snowballstemmer.stemmer("porter")
+        stemmer = snowballstemmer.stemmer(language)
+        setattr(_stemmers, language, stemmer)
     return stemmer
 
 
