@@ -92,17 +92,19 @@ def library_tool(library: Path) -> str:
 
 
 def pids_of(marker: str) -> list[int]:
-    """Live processes whose command line holds ``marker`` (zombies are not alive)."""
+    """Live processes whose command line holds ``marker`` (zombies are not alive). Compared
+    as bytes: another test's process may have argv bytes that are not UTF-8."""
+    wanted = marker.encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            state = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]
         except OSError:
             continue
-        if marker in cmdline and state != "Z":
+        if wanted in cmdline and state != b"Z":
             found.append(int(entry.name))
     return found
 
