@@ -222,6 +222,20 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(before)
 
 
+def ingest_argv(*args: str, window: int) -> list[str]:
+    """The argv of a ``holodeck ingest ARGS`` process that embeds and commits in windows of
+    ``window`` chunks instead of ``EMBED_WINDOW``. A test that kills or freezes an ingest
+    between two commits needs a corpus of several windows; with small windows a small
+    corpus has them, and the model embeds a quarter as much. Everything else is the real
+    command in a real process."""
+    code = (
+        "import holodeck.ingest.pipeline as p; "
+        f"p.EMBED_WINDOW = {int(window)}; "
+        "from holodeck.cli.main import main; main()"
+    )
+    return [sys.executable, "-c", code, "ingest", *args]
+
+
 def holodeck_env(
     cwd: Path, home: Path | None = None, env: dict[str, str] | None = None
 ) -> dict[str, str]:

@@ -11,17 +11,20 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from cli_helpers import run_holodeck, write
+import pytest
+from cli_helpers import ingest_argv, run_holodeck, write
 
 from holodeck.config.loader import load_project
-from holodeck.ingest.pipeline import EMBED_WINDOW
+from holodeck.ingest import pipeline
 from holodeck.ingest.status import IngestStatus, Progress
 from holodeck.tools.vectorstore_tool import build_tools
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+
+#: Chunks embedded and committed at once in these tests (the product's EMBED_WINDOW / 4).
+WINDOW = 64
 
 AGENT = """
 name: progress-test
@@ -60,10 +63,17 @@ def manual(sections: int) -> str:
     )
 
 
-def test_progress_moves_and_slices_are_stored_within_one_large_file(tmp_path: Path) -> None:
+def test_progress_moves_and_slices_are_stored_within_one_large_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Windows a quarter of the product's and calls an eighth, so a quarter of the manual
+    # has as many (what is tested is that they move and commit inside one file, not their
+    # size).
+    monkeypatch.setattr(pipeline, "EMBED_WINDOW", WINDOW)
+    monkeypatch.setattr(pipeline, "EMBED_CALL_TOKENS", pipeline.EMBED_CALL_TOKENS // 8)
     project = tmp_path / "proj"
     write(project / "agent.yaml", AGENT)
-    write(project / "docs" / "manual.md", manual(600))  # about 600 chunks: three windows
+    write(project / "docs" / "manual.md", manual(160))  # about 160 chunks: three windows
     write(project / "docs" / "small.txt", "The spare keys hang in the office.\n")
     (tool,) = build_tools(load_project(project / "agent.yaml"))
     seen: list[tuple[IngestStatus, int]] = []  # each update, with the chunks stored by then
@@ -89,7 +99,7 @@ def test_progress_moves_and_slices_are_stored_within_one_large_file(tmp_path: Pa
     # and its slices were committed along the way, not all at the end
     stored = sorted({n for _, n in inside})
     assert len([n for n in stored if 0 < n < total]) >= 2
-    assert min(n for n in stored if n > 0) <= EMBED_WINDOW + 1
+    assert min(n for n in stored if n > 0) <= WINDOW + 1
     last = seen[-1][0]
     assert last.files_done == last.files_todo == 2
     assert last.tokens_embedded == last.tokens_total  # the estimate ends exact
@@ -113,10 +123,10 @@ def test_kill_9_inside_a_big_file_then_the_rerun_reuses_its_stored_slices(
 ) -> None:
     project = tmp_path / "proj"
     write(project / "agent.yaml", AGENT)
-    write(project / "docs" / "manual.md", manual(700))
+    write(project / "docs" / "manual.md", manual(200))  # about 200 chunks: four windows
     env = dict(os.environ, HOME=str(tmp_path / "home"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "holodeck", "ingest"],
+        ingest_argv(window=WINDOW),
         cwd=project,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -149,4 +159,4 @@ def test_kill_9_inside_a_big_file_then_the_rerun_reuses_its_stored_slices(
     finally:
         index.close()
     assert [c.chunk_index for c in chunks] == list(range(total))
-    assert "Section 699." in chunks[-1].content
+    assert "Section 199." in chunks[-1].content

@@ -10,12 +10,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cli_helpers import run_holodeck, write
+from cli_helpers import ingest_argv, run_holodeck, write
 
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
 
@@ -33,11 +32,13 @@ test_cases:
 
 
 def committed(folder: Path) -> set[str]:
+    """Documents with chunks committed (a note cut by a window's end has its first chunks
+    stored, and searchable, before its state is)."""
     if not (folder / "index.db").exists():
         return set()
     index = LocalIndexAdapter(folder)
     try:
-        return set(index.doc_states("busy", "kb"))
+        return set(index.doc_ids("busy", "kb"))
     finally:
         index.close()
 
@@ -45,7 +46,7 @@ def committed(folder: Path) -> set[str]:
 def test_readers_answer_from_what_is_committed_while_an_ingest_runs(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     write(project / "agent.yaml", AGENT)
-    for i in range(150):  # windows of embedding: the first is committed, the next not yet
+    for i in range(50):  # ~100 chunks, windows of 32: the first is committed, the next not yet
         first = (  # one note stands out, however many are committed when the readers ask
             "The crane of topic 0 is the only one that reports to the lighthouse station on "
             "the northern breakwater, every morning before the ferries leave."
@@ -62,7 +63,7 @@ def test_readers_answer_from_what_is_committed_while_an_ingest_runs(tmp_path: Pa
         write(project / "docs" / f"note{i:03d}.md", f"# Note {i}\n\n" + "\n\n".join(paragraphs))
     env = dict(os.environ, HOME=str(tmp_path / "home"), NO_COLOR="1")
     ingest = subprocess.Popen(
-        [sys.executable, "-m", "holodeck", "ingest"],
+        ingest_argv(window=32),
         cwd=project,
         env=env,
         stdout=subprocess.DEVNULL,
