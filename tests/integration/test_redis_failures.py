@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from cli_helpers import run_holodeck, write
+from cli_helpers import ingest_argv, run_holodeck, write
 from redis_project import (
     CORPUS,
     assert_same_library,
@@ -48,12 +48,12 @@ tools:
     chunk_size: 64
     chunk_overlap: 8
 """
-FILES = 40
+FILES = 24
 PASSWORD = "kill-test-Pa55word"
 
 
 def big_project(root: Path, url: str, index: str) -> Path:
-    """A corpus that takes several seconds to embed (~FILES x 6 chunks), on ``index``."""
+    """A corpus of ~FILES x 6 chunks (several of ``start_ingest``'s windows), on ``index``."""
     write(root / "agent.yaml", AGENT)
     write_docs(root / "docs", {f"part{i:02d}.md": long_text(f"topic{i}", 6) for i in range(FILES)})
     global_config(root / ".holodeck" / "config.yaml", url, index)
@@ -61,10 +61,11 @@ def big_project(root: Path, url: str, index: str) -> Path:
 
 
 def start_ingest(project: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``holodeck ingest`` committing every 32 chunks, so a kill lands between commits."""
     full = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_"))}
     full.update(HOME=str(project / "home"), NO_COLOR="1", **env)
     return subprocess.Popen(
-        [sys.executable, "-m", "holodeck", "ingest"],
+        ingest_argv(window=32),
         cwd=project,
         env=full,
         stdout=subprocess.PIPE,
