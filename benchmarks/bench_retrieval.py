@@ -194,18 +194,24 @@ def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
 
 
 def latency(
-    sizes: list[int], top_ks: list[int], keep: Path | None = None, count: int = 200
+    sizes: list[int],
+    top_ks: list[int],
+    keep: Path | None = None,
+    count: int = 200,
+    depth: int | None = None,
 ) -> None:
     """Search latency per mode at each size and top_k, query embedding included, on local
     indexes of real texts (both sets' documents, repeated) with synthetic vectors. ``keep``:
     a folder where each size's index is built once and re-used (to time two versions of the
-    code on the very same index)."""
+    code on the very same index); ``depth``: hybrid at this many candidates a side as well."""
     import random
     import tempfile
 
     from bench_local_index import PER_DOC, records, state, unit_vectors
 
     from holodeck.embeddings.factory import make_embedder
+    from holodeck.retrieval import fusion, hybrid
+    from holodeck.retrieval.fusion import SearchMode
     from holodeck.retrieval.hybrid import retrieve
     from holodeck.vectorstore.adapters.local import LocalIndexAdapter
     from holodeck.vectorstore.store import VectorStore
@@ -231,18 +237,28 @@ def latency(
         scope = ChunkFilters(library_ids=["kb"])
         for top_k in top_ks:
             row: dict[str, object] = {"chunks": size, "top_k": top_k}
-            for mode in ("semantic", "keyword", "hybrid"):
-                first = sample[0]
-                retrieve(store, "bench", first, embedder.embed([first])[0], top_k, scope, mode)
-                times = []
-                for question in sample:
+            # each question in each mode in turn, so that a busy moment slows them alike
+            names = ("semantic", "keyword", "hybrid", "hybrid without feedback")
+            names += (f"hybrid at {depth} a side",) if depth else ()
+            times: dict[str, list[float]] = {name: [] for name in names}
+            for question in sample[:1] + sample:
+                for name in names:
+                    mode: SearchMode = "hybrid" if name.startswith("hybrid") else name  # type: ignore[assignment]
+                    feedback, default_depth = fusion.FEEDBACK_WEIGHT, hybrid.DEPTH
+                    if name == "hybrid without feedback":  # the same searches, one step less
+                        fusion.FEEDBACK_WEIGHT = 0.0
+                    if depth and name.endswith("a side"):
+                        hybrid.DEPTH = depth
                     started = time.perf_counter()  # the query's embedding included, as find()
                     vector = embedder.embed([question])[0]
                     retrieve(store, "bench", question, vector, top_k, scope, mode)
-                    times.append((time.perf_counter() - started) * 1000)
-                row[mode] = {
-                    "p50 ms": round(percentile(times, 50), 1),
-                    "p95 ms": round(percentile(times, 95), 1),
+                    times[name].append((time.perf_counter() - started) * 1000)
+                    fusion.FEEDBACK_WEIGHT, hybrid.DEPTH = feedback, default_depth
+            for name in names:
+                kept = times[name][1:]  # the first question warmed up
+                row[name] = {
+                    "p50 ms": round(percentile(kept, 50), 1),
+                    "p95 ms": round(percentile(kept, 95), 1),
                 }
             print(json.dumps(row), flush=True)
         store.adapter.close()
@@ -262,6 +278,7 @@ def main() -> None:
     )
     parser.add_argument("--keep", type=Path, help="build the latency indexes once, here")
     parser.add_argument("--queries", type=int, default=200, help="queries per latency run")
+    parser.add_argument("--depth", type=int, help="latency: also hybrid at this many a side")
     parser.add_argument(
         "--ann-min-rows",
         type=int,
@@ -285,7 +302,7 @@ def main() -> None:
 
         sqlite_vectors.ANN_MIN_ROWS = args.ann_min_rows
     if args.latency is not None:
-        latency(args.latency or [10_000, 100_000], args.top_k, args.keep, args.queries)
+        latency(args.latency or [10_000, 100_000], args.top_k, args.keep, args.queries, args.depth)
         return
     sets = args.sets or ["cranfield", "vaswani_npl"]
     if "realdocs" in sets:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from test_hybrid_search import project, ready_tool
 
+from holodeck.retrieval import fusion
 from holodeck.retrieval.fusion import fuse, keyword_weight
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
@@ -72,7 +73,10 @@ def test_an_unsure_model_lets_a_full_keyword_match_come_first() -> None:
     assert first(store_with({"birds.md": 0.50, "match.md": 0.45, "other": 0.44})) == "match.md"
 
 
-def test_a_chunk_the_cut_keyword_list_left_out_gets_half_its_lowest_score() -> None:
+def test_a_chunk_the_cut_keyword_list_left_out_gets_half_its_lowest_score(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fusion, "FEEDBACK_WEIGHT", 0.0)  # the fusion's scores before feedback
     # the keyword side listed two chunks (BM25 10 and 8) and was cut there: the model's own
     # candidate may hold the words less, or not at all; it is scored half of the lowest
     listed = [ChunkHit(note(f"k{i}.md", "kestrel", 0.3), s) for i, s in enumerate((10.0, 8.0))]

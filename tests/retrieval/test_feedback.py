@@ -1,0 +1,97 @@
+"""Pseudo-relevance feedback in a hybrid answer: a passage that says what the best matches
+say, in none of the query's words, comes before passages that resemble the query only in
+passing; the best match keeps its place; every result still reports its own cosine with the
+query (what ``min_similarity`` filters by). On the local index and on a real Redis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from holodeck.retrieval.hybrid import retrieve
+from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.store import VectorStore
+
+QUERY = "kestrel hovering"
+#: The query's vector: the first axis. Vectors are unit vectors in four dimensions.
+QUERY_VECTOR = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+
+
+def unit(x: float, y: float, z: float) -> np.ndarray:
+    return np.array([x, y, z, np.sqrt(max(0.0, 1 - x * x - y * y - z * z))], dtype=np.float32)
+
+
+#: Five notes on the query's subject in its words (cosine 0.80 with the query, leaning to
+#: the second axis: the subject's other words); the answer written without any of the
+#: query's words (cosine 0.55, near the five: 0.94 with each); eight notes that resemble
+#: the query a little more (0.60) in another direction (the third axis: 0.48 with the five).
+NOTES = {
+    **{
+        f"kestrel{i}.md": (f"kestrel hovering note {i} over the field", unit(0.8, 0.6, 0.0))
+        for i in range(5)
+    },
+    "answer.md": ("small falcons hang in the wind, wings beating, watching for voles",
+                  unit(0.55, 0.835, 0.0)),
+    **{
+        f"other{i}.md": (f"tide tables for the harbour, page {i}", unit(0.6, 0.0, 0.8))
+        for i in range(8)
+    },
+}  # fmt: skip
+
+
+def fill(store: VectorStore) -> None:
+    for doc, (text, vector) in NOTES.items():
+        rec = ChunkRecord(
+            chunk_id=chunk_id_for("t", "kb", doc, 0), tenant_id="t", library_id="kb",
+            book_id=".", doc_id=doc, chunk_index=0, content=text, vector=vector,
+            embedding_model="m", source_path=f"docs/{doc}", mtime=1.0, content_hash=doc,
+            token_count=10,
+        )  # fmt: skip
+        store.write_document("t", "kb", doc, [rec], DocState(doc, 1.0, 1, doc, 1))
+
+
+@pytest.fixture
+def store(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> VectorStore:
+    if backend == "local":
+        store = VectorStore(LocalIndexAdapter(tmp_path / "index"))
+    else:
+        url = request.getfixturevalue("redis_url")
+        store = VectorStore(RedisIndexAdapter(url, request.getfixturevalue("redis_index_name")))
+    fill(store)
+    yield store
+    store.adapter.close()
+
+
+def ranking(store: VectorStore, mode: str, min_similarity: float | None = None) -> list[str]:
+    scope = ChunkFilters(library_ids=["kb"])
+    passages, _ = retrieve(store, "t", QUERY, QUERY_VECTOR, 14, scope, mode, min_similarity)  # type: ignore[arg-type]
+    return [p.best.record.doc_id for p in passages]
+
+
+@pytest.mark.redis
+def test_an_answer_in_other_words_near_the_best_matches_comes_before_passing_likeness(
+    store: VectorStore,
+) -> None:
+    # the model alone ranks the eight passing likenesses (0.60) over the answer (0.55)
+    semantic = ranking(store, "semantic")
+    assert semantic.index("answer.md") > max(semantic.index(f"other{i}.md") for i in range(8))
+    # hybrid moves the query toward its best matches: the answer comes right after them
+    hybrid = ranking(store, "hybrid")
+    assert set(hybrid[:5]) == {f"kestrel{i}.md" for i in range(5)}
+    assert hybrid[5] == "answer.md"
+
+
+@pytest.mark.redis
+def test_feedback_keeps_each_results_own_cosine_with_the_query(store: VectorStore) -> None:
+    scope = ChunkFilters(library_ids=["kb"])
+    passages, _ = retrieve(store, "t", QUERY, QUERY_VECTOR, 14, scope, "hybrid")
+    cosines = {p.best.record.doc_id: p.similarity for p in passages}
+    assert cosines["answer.md"] == pytest.approx(0.55, abs=1e-3)
+    assert cosines["other0.md"] == pytest.approx(0.60, abs=1e-3)
+    # so min_similarity still means a result's own likeness to the query, not the feedback's
+    assert "answer.md" not in ranking(store, "hybrid", min_similarity=0.57)
+    assert "other0.md" in ranking(store, "hybrid", min_similarity=0.57)
