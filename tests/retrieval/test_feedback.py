@@ -1,10 +1,11 @@
 """Pseudo-relevance feedback in a hybrid answer: a passage that says what the best matches
 say, in none of the query's words, comes before passages that resemble the query only in
-passing; the best match keeps its place; every result still reports its own cosine with the
-query (what ``min_similarity`` filters by). On the local index and on a real Redis."""
+passing, and every result still reports its own cosine with the query (what
+``min_similarity`` filters by). On the local index and on a real Redis."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +56,7 @@ def fill(store: VectorStore) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> VectorStore:
+def store(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[VectorStore]:
     if backend == "local":
         store = VectorStore(LocalIndexAdapter(tmp_path / "index"))
     else:
