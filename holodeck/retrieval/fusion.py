@@ -14,11 +14,11 @@ the model alone on questions over short passages, where every passage repeats it
 name and the keyword side favours the repeats; this one keeps the wins and stops the loss.
 Then pseudo-relevance feedback: the query's vector moves toward the mean of the two best
 fused chunks (Rocchio's step, weighted by how unsure the model is, as the keyword share is),
-every candidate's cosine is taken again with it, and the best chunk keeps its place. A
-chunk that says what the best matches say, in other words than the query's, rises over
-chunks that resemble the query only in passing: Cranfield (eight relevant abstracts a query)
-0.571 -> 0.582 nDCG@10, the real folder 0.848 -> 0.852 (NPL unmoved, 0.503 -> 0.501: its
-R@100 rises, not its first ten). Fed back in full it drifts from the
+every candidate's cosine is taken again with it, and the best chunk keeps its place. A chunk
+that says what the best matches say, in other words than the query's, rises over chunks that
+resemble the query only in passing: Cranfield (eight relevant abstracts a query) 0.571 ->
+0.582 nDCG@10, the real folder 0.848 -> 0.852 (NPL unmoved, 0.503 -> 0.501: its R@100 rises,
+not its first ten; 0.505 with 200 candidates a side). Fed back in full it drifts from the
 one answer of a question (perlfaq -0.016 to -0.033), hence a sure model (its best far ahead,
 as on the FAQ sets) feeds back little and the best chunk is never moved: the question sets
 stay within 0.001 (benchmarks/README.md). It costs one matrix product over vectors already

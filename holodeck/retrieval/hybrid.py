@@ -15,8 +15,11 @@ from holodeck.vectorstore.keywords import EXACT_MAX, query_identifiers
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 from holodeck.vectorstore.store import VectorStore
 
-#: Candidates each side hands to the fusion (more when top_k asks for more).
-DEPTH = 100
+#: Candidates each side hands to the fusion (more when top_k asks for more): 200, not 100,
+#: since the fusion's feedback re-ranks within them (hybrid nDCG@10 Vaswani/NPL 0.502 ->
+#: 0.505, Cranfield 0.582 both, no set lower by more than 0.001; at 100,000 chunks hybrid
+#: p50 +14 %, p95 +3 %: benchmarks/README.md).
+DEPTH = 200
 #: Fused chunks a reranker may reorder.
 RERANK_DEPTH = 20
 #: Runs the semantic side while the calling thread runs the keyword side. (The query is
@@ -53,7 +56,7 @@ def retrieve(
     # Enough candidates for k passages in one round as a rule: a passage merges up to
     # MAX_CHUNKS of them, so a second round at k x MAX_CHUNKS runs only when the first fell
     # short and a side was cut. (Asking k x MAX_CHUNKS at once made --top-k 1000 read 6,000
-    # records; 100 or 300 per side rank the same on the dev sets: benchmarks/README.md.)
+    # records.)
     wide = k * MAX_CHUNKS
     depth = max(min(wide, max(k, DEPTH)), DEPTH if mode == "hybrid" else 0)
     while True:
