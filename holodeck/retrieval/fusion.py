@@ -112,27 +112,25 @@ def fuse(
     first = {h.record.chunk_id for h in exact}
     lifted = np.array([r.chunk_id in first for r in records], dtype=bool)
     ids = np.array([r.chunk_id for r in records], dtype=str)
-    score, order = _lift(own, own, lifted, ids)
+    score, order = _lift(own, lifted, ids)
     beta = FEEDBACK_WEIGHT * _unsure(dense) if mode == "hybrid" else 0.0
     if beta > 0 and len(order) > 1:
         moved = _moved(query, [records[i] for i in order[:FEEDBACK_CHUNKS]], beta)
         fed = np.clip((1 - weight) * _cosines(records, moved) + weight * relative, 0.0, 1.0)
         head, ceiling = order[0], score[order[0]]
         fed[head] = np.inf  # the best chunk keeps its place: it is what the feedback trusts
-        again, order = _lift(fed, fed, lifted, ids)
+        again, order = _lift(fed, lifted, ids)
         score = np.minimum(again, ceiling)  # so scores never increase down the list
     return [Scored(records[i], float(score[i]), float(similarity[i])) for i in order]
 
 
-def _lift(
-    own: np.ndarray, tie: np.ndarray, lifted: np.ndarray, ids: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _lift(own: np.ndarray, lifted: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The scores with the ``lifted`` chunks raised to at least every other's, and the
-    order: lifted first, then by score, by ``tie``, by chunk id."""
+    order: lifted first, then by score, by their own score, by chunk id."""
     score = own.copy()
     if lifted.any():
         score[lifted] = np.maximum(own[lifted], own[~lifted].max(initial=0.0))
-    return score, np.lexsort((ids, -tie, -score, ~lifted))  # the last key sorts first
+    return score, np.lexsort((ids, -own, -score, ~lifted))  # the last key sorts first
 
 
 def _moved(query: np.ndarray, top: Sequence[ChunkRecord], beta: float) -> np.ndarray:

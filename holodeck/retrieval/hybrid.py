@@ -18,7 +18,7 @@ from holodeck.vectorstore.store import VectorStore
 #: Candidates each side hands to the fusion (more when top_k asks for more): 200, not 100,
 #: since the fusion's feedback re-ranks within them (hybrid nDCG@10 Vaswani/NPL 0.502 ->
 #: 0.505, Cranfield 0.582 both, no set lower by more than 0.001; at 100,000 chunks hybrid
-#: p50 +14 %, p95 +3 %: benchmarks/README.md).
+#: p50 +12 %, p95 +5 % on an idle machine: benchmarks/README.md).
 DEPTH = 200
 #: Fused chunks a reranker may reorder.
 RERANK_DEPTH = 20
