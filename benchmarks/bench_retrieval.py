@@ -234,6 +234,7 @@ def latency(
             chunk_texts = [f"{texts[i % len(texts)]} ({i // len(texts)})" for i in ids]
             recs = records(d, vectors[d * PER_DOC : (d + 1) * PER_DOC], chunk_texts)
             store.write_document("bench", "kb", recs[0].doc_id, recs, state(recs))
+        store.flush()  # as an ingest ends: 20,000 chunks and more get the vector index file
         scope = ChunkFilters(library_ids=["kb"])
         for top_k in top_ks:
             row: dict[str, object] = {"chunks": size, "top_k": top_k}

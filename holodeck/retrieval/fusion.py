@@ -101,7 +101,8 @@ def fuse(
     best = max(bm25.values(), default=0.0)
     floor = UNLISTED_SHARE * min(bm25.values()) if len(bm25) >= depth else 0.0
     records = list({h.record.chunk_id: h.record for h in (*dense, *keyword, *exact)}.values())
-    similarity = _cosines(records, query)
+    vectors = _unit_vectors(records, query.size)
+    similarity = _cosines(vectors, query)
     relative = np.array([bm25.get(r.chunk_id, floor) for r in records], dtype=np.float64)
     relative = relative / best if best > 0 else np.zeros(len(records))
     if mode == "hybrid":
@@ -116,12 +117,13 @@ def fuse(
     beta = FEEDBACK_WEIGHT * _unsure(dense) if mode == "hybrid" else 0.0
     if beta > 0 and len(order) > 1:
         moved = _moved(query, [records[i] for i in order[:FEEDBACK_CHUNKS]], beta)
-        fed = np.clip((1 - weight) * _cosines(records, moved) + weight * relative, 0.0, 1.0)
+        fed = np.clip((1 - weight) * _cosines(vectors, moved) + weight * relative, 0.0, 1.0)
         head, ceiling = order[0], score[order[0]]
         fed[head] = np.inf  # the best chunk keeps its place: it is what the feedback trusts
         again, order = _lift(fed, lifted, ids)
         score = np.minimum(again, ceiling)  # so scores never increase down the list
-    return [Scored(records[i], float(score[i]), float(similarity[i])) for i in order]
+    scores, cosines = score.tolist(), similarity.tolist()  # Python floats, read once
+    return [Scored(records[i], scores[i], cosines[i]) for i in order.tolist()]
 
 
 def _lift(own: np.ndarray, lifted: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -144,12 +146,19 @@ def _moved(query: np.ndarray, top: Sequence[ChunkRecord], beta: float) -> np.nda
     return moved / norm if norm > 0 else moved
 
 
-def _cosines(records: Sequence[ChunkRecord], query: np.ndarray) -> np.ndarray:
-    """Cosine similarity of each record's unit vector with the query, in one product, clamped
-    to [0, 1] like every store's score (0 for a vector of another length)."""
-    similarity = np.zeros(len(records))
-    rows = [i for i, r in enumerate(records) if r.vector.size == query.size]
-    if rows:
-        matrix = np.stack([records[i].vector for i in rows])
-        similarity[rows] = matrix.astype(np.float64) @ query.astype(np.float64)
-    return np.clip(similarity, 0.0, 1.0)
+def _unit_vectors(records: Sequence[ChunkRecord], dims: int) -> np.ndarray:
+    """The records' unit vectors as one matrix, stacked once for both cosine passes (a row
+    of zeros for a vector of another length: its cosine is 0)."""
+    if all(r.vector.size == dims for r in records):
+        return np.array([r.vector for r in records], dtype=np.float64).reshape(-1, dims)
+    matrix = np.zeros((len(records), dims))
+    for i, r in enumerate(records):
+        if r.vector.size == dims:
+            matrix[i] = r.vector
+    return matrix
+
+
+def _cosines(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each unit vector with the query, in one product, clamped to
+    [0, 1] like every store's score."""
+    return np.clip(vectors @ query.astype(np.float64), 0.0, 1.0)

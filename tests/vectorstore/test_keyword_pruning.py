@@ -38,6 +38,12 @@ def record(library: str, doc: str, text: str, seed: int) -> ChunkRecord:
     )  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def prune_small_indexes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This corpus is small: prune it all the same (a real index prunes from 50,000 rows)."""
+    monkeypatch.setattr(sqlite_fulltext, "PRUNE_MIN_ROWS", 0)
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> VectorStore:
     rng = random.Random(5)

@@ -122,7 +122,7 @@ def record(row: Sequence[Any], blob: bytes | None) -> ChunkRecord:
         mtime=float(row[10]),
         content_hash=row[11],
         token_count=int(row[12]),
-        tags=json.loads(row[13]),
+        tags=json.loads(row[13]) if row[13] != "[]" else [],  # most chunks: no tags
         language=row[14],
         location=row[15],
         section=row[16],
