@@ -149,13 +149,9 @@ def _moved(query: np.ndarray, top: Sequence[ChunkRecord], beta: float) -> np.nda
 def _unit_vectors(records: Sequence[ChunkRecord], dims: int) -> np.ndarray:
     """The records' unit vectors as one matrix, stacked once for both cosine passes (a row
     of zeros for a vector of another length: its cosine is 0)."""
-    if all(r.vector.size == dims for r in records):
-        return np.array([r.vector for r in records], dtype=np.float64).reshape(-1, dims)
-    matrix = np.zeros((len(records), dims))
-    for i, r in enumerate(records):
-        if r.vector.size == dims:
-            matrix[i] = r.vector
-    return matrix
+    zero = np.zeros(dims, dtype=np.float32)
+    rows = [r.vector if r.vector.size == dims else zero for r in records]
+    return np.array(rows, dtype=np.float64).reshape(-1, dims)
 
 
 def _cosines(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
