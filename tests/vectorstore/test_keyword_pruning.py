@@ -68,7 +68,9 @@ def ranking(store: VectorStore, query: str, k: int, filters: ChunkFilters, prune
     adapter = store.adapter
     assert isinstance(adapter, LocalIndexAdapter)
     counts = sqlite_fulltext.TermCounts()
-    hits = sqlite_fulltext.keyword_search(adapter, counts, "t", query, k, filters, prune=prune)
+    hits = sqlite_fulltext.keyword_search(
+        adapter, counts, None, "t", query, k, filters, prune=prune
+    )
     return [h.record.chunk_id for h in hits], [h.score for h in hits]
 
 

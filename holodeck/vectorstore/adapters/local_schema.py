@@ -11,7 +11,8 @@ ancestor id, content, metadata), ``vectors`` (float32 BLOBs, searched by numpy i
 chunk's heading path and text, kept in step by the adapter), ``changes`` (ids of vectors
 deleted or moved, so a reader's in-memory matrix follows the change instead of reloading),
 ``vector_files`` (each large library's approximate index file and the point of ``chunks``
-and ``changes`` it covers: ``sqlite_vectors``) and ``meta`` (the model and dimensions of
+and ``changes`` it covers: ``sqlite_vectors``), ``keyword_files`` (the same for a large
+index's postings file: ``sqlite_postings``) and ``meta`` (the model and dimensions of
 the index).
 """
 
@@ -200,3 +201,18 @@ def m005_sections_keyword_indexed(db: sqlite3.Connection) -> None:
             "INSERT INTO chunks_fts (rowid, words, idents) VALUES (?, ?, ?)",
             (row_id, *keyword_columns(content, section)),
         )
+
+
+@migration
+def m006_keyword_files(db: sqlite3.Connection) -> None:
+    # The postings file of a large index (sqlite_postings): its name, the last chunk id and
+    # change it covers, and its rows and postings (checked when it is opened). One at most.
+    db.execute(
+        """CREATE TABLE keyword_files (
+            file TEXT NOT NULL,
+            chunk_seq INTEGER NOT NULL,
+            change_seq INTEGER NOT NULL,
+            rows INTEGER NOT NULL,
+            postings INTEGER NOT NULL
+        )"""
+    )

@@ -26,6 +26,7 @@ import numpy as np
 
 from holodeck.errors import IngestError
 from holodeck.vectorstore.adapters import sqlite_fulltext
+from holodeck.vectorstore.adapters.sqlite_postings import KeywordFile
 from holodeck.vectorstore.adapters.sqlite_query import CHUNK_COLUMNS, keyword_columns, record
 from holodeck.vectorstore.adapters.sqlite_vectors import VectorIndex
 from holodeck.vectorstore.records import (
@@ -54,6 +55,7 @@ class SqliteIndexAdapter:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._term_counts = sqlite_fulltext.TermCounts()
+        self._keywords = KeywordFile(self, folder)
 
     def library_lock(
         self, tenant_id: str, library_id: str, timeout: float
@@ -184,7 +186,15 @@ class SqliteIndexAdapter:
     def recreate(self, info: IndexInfo) -> None:
         with self._writing() as db:
             db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
-            for table in ("documents", "vectors", "chunks", "changes", "vector_files", "meta"):
+            for table in (
+                "documents",
+                "vectors",
+                "chunks",
+                "changes",
+                "vector_files",
+                "keyword_files",
+                "meta",
+            ):
                 db.execute(f"DELETE FROM {table}")
             db.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
@@ -310,10 +320,12 @@ class SqliteIndexAdapter:
     def keyword_search(
         self, tenant_id: str, query: str, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
-        return sqlite_fulltext.keyword_search(self, self._term_counts, tenant_id, query, k, filters)
+        return sqlite_fulltext.keyword_search(
+            self, self._term_counts, self._keywords, tenant_id, query, k, filters
+        )
 
     def keyword_scale(self, query: str) -> float:
-        return sqlite_fulltext.keyword_scale(self, self._term_counts, query)
+        return sqlite_fulltext.keyword_scale(self, self._term_counts, self._keywords, query)
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
@@ -450,14 +462,16 @@ class SqliteIndexAdapter:
         }
 
     def flush(self) -> None:
-        """Every document is committed as it is written; this brings the vector index files
-        in step (``VectorIndex.upkeep``) and trims the ``changes`` log, keeping what the
-        files do not cover yet."""
+        """Every document is committed as it is written; this brings the vector and keyword
+        index files in step (``VectorIndex.upkeep``, ``KeywordFile.upkeep``) and trims the
+        ``changes`` log, keeping what the files do not cover yet."""
         self._vectors.upkeep(self._writing)
+        self._keywords.upkeep(self._writing)
         with self._writing() as db:
             db.execute(
                 "DELETE FROM changes WHERE seq <= min((SELECT max(seq) FROM changes) - ?, "
-                "(SELECT coalesce(min(change_seq), 1 << 62) FROM vector_files))",
+                "(SELECT coalesce(min(change_seq), 1 << 62) FROM vector_files), "
+                "(SELECT coalesce(min(change_seq), 1 << 62) FROM keyword_files))",
                 (CHANGES_KEPT,),
             )
 

@@ -17,12 +17,23 @@ benchmarks/README.md.
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 import threading
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from holodeck.vectorstore.adapters import sqlite_query
+from holodeck.vectorstore.adapters.sqlite_postings import (
+    KeywordFile,
+    View,
+    fts5_averages,
+    scores,
+)
+from holodeck.vectorstore.adapters.sqlite_postings import idf as _idf
 from holodeck.vectorstore.adapters.sqlite_query import (
     Reader,
     filter_sql,
@@ -103,6 +114,7 @@ class TermCounts:
 def keyword_search(
     reader: Reader,
     counts: TermCounts,
+    keywords: KeywordFile | None,
     tenant_id: str,
     query: str,
     k: int,
@@ -111,10 +123,11 @@ def keyword_search(
 ) -> list[ChunkHit]:
     """BM25 over the full-text index inside the tenant's scope (score: higher is better).
 
-    ``prune``: score only the rows that can reach the top ``k`` on an index of
-    ``PRUNE_MIN_ROWS`` or more (False: every match, the same answer). A large index is
-    searched in parts of its row ids at once, each on its own connection: on its own FTS5
-    uses one core.
+    A large index is scored from its postings file (``keywords``, ``sqlite_postings``) and
+    FTS5 scores only the rows added since. Without one, ``prune``: score only the rows that
+    can reach the top ``k`` on an index of ``PRUNE_MIN_ROWS`` or more (False: every match,
+    the same answer); a large index is searched in parts of its row ids at once, each on its
+    own connection: on its own FTS5 uses one core.
     """
     terms = query_terms(query)
     if k <= 0 or not terms:
@@ -125,26 +138,139 @@ def keyword_search(
             return []
         libs, where, args = scope_of
         joined = bool(where) or len(libs) != library_count(db)
-        first, last = db.execute("SELECT min(id), max(id) FROM chunks").fetchone()
-        total, hits = counts.of(db, terms)
-    if first is None:
-        return []
+        first, last = db.execute(
+            "SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)"
+        ).fetchone()
+        if first is None:
+            return []
+        plan = _file_plan(db, keywords, terms)
+        total, hits = (plan.total, plan.hits) if plan else counts.of(db, terms)
     # Rarest first, in every plan: BM25 adds the terms' shares in this order, so a row
     # scores the same, to the last bit, whichever rows were scored beside it.
     ranked = sorted(terms, key=lambda t: hits[t.casefold()])
     phrases = [fts5_phrase(t) for t in ranked]
-    bounds = [(_K1 + 1) * _idf(total, hits[t.casefold()]) for t in ranked]
-    ranking = _Ranking(reader, libs, where, args, first, last, k, joined)
-    essential = len(phrases)
-    if prune and total >= PRUNE_MIN_ROWS:
-        essential = _essential(ranking, phrases, bounds, [hits[t.casefold()] for t in ranked], k)
-    if essential == len(phrases):
-        found = ranking.best(" OR ".join(phrases))
+    if plan is not None:
+        found = _from_file(reader, plan, ranked, phrases, (libs, where, args, joined), last, k)
     else:
-        found = ranking.best(*_split(phrases, essential))
+        bounds = [(_K1 + 1) * _idf(total, hits[t.casefold()]) for t in ranked]
+        ranking = _Ranking(reader, libs, where, args, first, last, k, joined)
+        essential = len(phrases)
+        if prune and total >= PRUNE_MIN_ROWS:
+            essential = _essential(
+                ranking, phrases, bounds, [hits[t.casefold()] for t in ranked], k
+            )
+        if essential == len(phrases):
+            found = ranking.best(" OR ".join(phrases))
+        else:
+            found = ranking.best(*_split(phrases, essential))
     with reader.reading() as db:
         records = records_by_id(db, [row_id for row_id, _ in found], with_vectors=True)
     return [ChunkHit(records[i], float(score)) for i, score in found if i in records]
+
+
+@dataclass
+class _FilePlan:
+    """A query asked of the postings file: FTS5's statistics now, each term's rows."""
+
+    view: View
+    total: int  # FTS5's rows
+    avgdl: float  # FTS5's average row length
+    hits: dict[str, int]  # rows holding each term now (keyed by ``casefold``)
+    holders: dict[str, tuple[np.ndarray, np.ndarray]]  # the file's rows of each, and counts
+
+
+def _file_plan(
+    db: sqlite3.Connection, keywords: KeywordFile | None, terms: list[str]
+) -> _FilePlan | None:
+    """The query's plan on the postings file, or None: no file to trust, or a term FTS5
+    reads as a phrase of several tokens (scored by FTS5, which knows their positions)."""
+    view = keywords.view(db) if keywords is not None else None
+    if view is None or keywords is None:
+        return None
+    total, avgdl = fts5_averages(db)
+    hits: dict[str, int] = {}
+    holders: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for term in terms:
+        key = term.casefold()
+        if key in hits:
+            continue
+        tokens = keywords.tokens.of(term)
+        if len(tokens) != 1:
+            return None
+        holders[key] = view.holders(view.file.find(tokens[0]))
+        added = db.execute(
+            "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid > ?",
+            (fts5_phrase(term), view.row.chunk_seq),
+        ).fetchone()[0]
+        hits[key] = int(holders[key][0].size) + int(added)
+    return _FilePlan(view, total, avgdl, hits, holders)
+
+
+def _from_file(
+    reader: Reader,
+    plan: _FilePlan,
+    ranked: list[str],
+    phrases: list[str],
+    scope: tuple[list[int], str, list[Any], bool],
+    last: int,
+    k: int,
+) -> list[tuple[int, float]]:
+    """The best ``k`` rows: the file's rows scored with numpy, the rows added since it was
+    written by FTS5, inside the scope."""
+    libs, where, args, joined = scope
+    shares = [
+        (*plan.holders[t.casefold()], _idf(plan.total, plan.hits[t.casefold()])) for t in ranked
+    ]
+    total = scores(plan.view.file.lengths, shares, plan.avgdl)
+    rows = np.flatnonzero(total > 0)
+    found = _best_in_scope(reader, rows, total[rows], k, scope)
+    chunk_seq = plan.view.row.chunk_seq
+    if last > chunk_seq:
+        ranking = _Ranking(reader, libs, where, args, chunk_seq + 1, last, k, joined)
+        found += ranking.best(" OR ".join(phrases))
+    return sorted(found, key=_best_first)[:k]
+
+
+def _best_in_scope(
+    reader: Reader,
+    rows: np.ndarray,
+    values: np.ndarray,
+    k: int,
+    scope: tuple[list[int], str, list[Any], bool],
+) -> list[tuple[int, float]]:
+    """The best ``k`` of ``rows`` (ties: the lower row id) that lie inside the scope: the
+    whole index needs no look; otherwise the best are looked up, more until ``k`` are in."""
+    libs, where, args, joined = scope
+    wanted = k if not joined else 4 * k
+    while True:
+        best = _best_rows(rows, values, wanted)
+        if not joined:
+            kept = best
+        else:
+            with reader.reading() as db:
+                inside = {
+                    r[0]
+                    for r in db.execute(
+                        "SELECT c.id FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) "
+                        f"AND c.lib IN ({','.join('?' * len(libs))}){where}",
+                        (json.dumps(rows[best].tolist()), *libs, *args),
+                    )
+                }
+            kept = best[np.isin(rows[best], np.fromiter(inside, np.int64, len(inside)))]
+        if kept.size >= k or best.size == rows.size:
+            return [(int(rows[i]), float(values[i])) for i in kept[:k]]
+        wanted *= 8
+
+
+def _best_rows(rows: np.ndarray, values: np.ndarray, m: int) -> np.ndarray:
+    """Positions of the best ``m`` values, best first, ties by the lower row (all the rows
+    tied with the ``m``-th are kept, so which of them come first is never chance)."""
+    if values.size > m:
+        kth = np.partition(values, values.size - m)[values.size - m]
+        picked = np.flatnonzero(values >= kth)
+    else:
+        picked = np.arange(values.size)
+    return picked[np.lexsort((rows[picked], -values[picked]))]
 
 
 def _essential(
@@ -246,20 +372,18 @@ class _Ranking:
         return sorted((row for rows in found for row in rows), key=_best_first)[: self._k]
 
 
-def keyword_scale(reader: Reader, counts: TermCounts, query: str) -> float:
+def keyword_scale(
+    reader: Reader, counts: TermCounts, keywords: KeywordFile | None, query: str
+) -> float:
     """The sum of the query terms' IDFs as FTS5's ``bm25()`` computes them (each phrase's
     matching rows over all rows), a compound weighed as its column (``idents``: 2)."""
     terms = query_terms(query)
     if not terms:
         return 0.0
     with reader.reading() as db:
-        total, hits = counts.of(db, terms)
+        plan = _file_plan(db, keywords, terms)
+        total, hits = (plan.total, plan.hits) if plan else counts.of(db, terms)
     return sum((2.0 if is_compound(t) else 1.0) * _idf(total, hits[t.casefold()]) for t in terms)
-
-
-def _idf(total: int, hits: int) -> float:
-    """FTS5's BM25 IDF (fts5_aux.c): never below a millionth, even for a word most rows hold."""
-    return max(1e-6, math.log((total - hits + 0.5) / (hits + 0.5)))
 
 
 def identifier_holders(

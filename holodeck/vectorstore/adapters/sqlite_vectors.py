@@ -487,7 +487,7 @@ class VectorIndex:
         sql = f"SELECT count(*) FROM chunks WHERE lib = ? {where}"
         n = db.execute(sql, (lib, *args)).fetchone()[0]
         sql = f"SELECT id, vector FROM vectors WHERE lib = ? {where}"
-        with _progress(f"vector index of library {lib}", n) as advance:
+        with build_progress(f"vector index of library {lib}", n) as advance:
             for block in _blocks(db, sql, (lib, *args), n, BUILD_ROWS):
                 keys = np.array([row_id for row_id, _ in block], dtype=np.uint64)
                 data = b"".join(blob for _, blob in block)
@@ -500,11 +500,7 @@ class VectorIndex:
         assert self._folder is not None
         with self._reader.reading() as db:
             named = {row.file for row in _file_rows(db).values()}
-        for path in self._folder.iterdir():
-            stray = path.name.startswith(f".{FILE_PREFIX}") and path.name.endswith(".tmp")
-            stray |= path.name.startswith(FILE_PREFIX) and path.name.endswith(FILE_SUFFIX)
-            if stray and path.name not in named:
-                path.unlink(missing_ok=True)
+        remove_strays(self._folder, FILE_PREFIX, FILE_SUFFIX, named)
 
     def file_names(self) -> dict[int, str]:
         """The file of each library that has one (for ``store info``)."""
@@ -539,10 +535,16 @@ def _current_kind(index: Any) -> bool:
 
 
 def _save_whole(index: Any, folder: Path, name: str) -> None:
-    """Save ``index`` as ``folder/name`` whole or not at all (a temp file, fsync, rename)."""
+    """Save ``index`` as ``folder/name`` whole or not at all."""
+    save_whole(lambda path: index.save(path), folder, name)
+
+
+def save_whole(save: Callable[[str], None], folder: Path, name: str) -> None:
+    """Write ``folder/name`` whole or not at all: ``save`` writes a temp file, which is
+    synced and renamed (a kill leaves the temp file, which the next upkeep removes)."""
     temp = folder / f".{name}.tmp"
     try:
-        index.save(str(temp))
+        save(str(temp))
         with open(temp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(temp, folder / name)
@@ -608,6 +610,16 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     return cut[np.lexsort((cut, -scores[cut]))]
 
 
+def remove_strays(folder: Path, prefix: str, suffix: str, named: set[str]) -> None:
+    """Delete the files of a kind (``prefix``...``suffix``) that ``named`` does not hold:
+    replaced ones, and the temp files a kill left."""
+    for path in folder.iterdir():
+        stray = path.name.startswith(f".{prefix}") and path.name.endswith(".tmp")
+        stray |= path.name.startswith(prefix) and path.name.endswith(suffix)
+        if stray and path.name not in named:
+            path.unlink(missing_ok=True)
+
+
 def _fsync_folder(folder: Path) -> None:
     """Make a rename in ``folder`` durable."""
     with contextlib.suppress(OSError):  # some file systems cannot open a folder
@@ -619,7 +631,9 @@ def _fsync_folder(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def _progress(label: str, total: int) -> Iterator[Callable[[int], None]]:
+def build_progress(
+    label: str, total: int, unit: str = "vectors"
+) -> Iterator[Callable[[int], None]]:
     """Progress of a long build: a bar on a terminal, a log line at every tenth otherwise;
     nothing for a small one or under ``-q``."""
     if total < ANN_MIN_ROWS or not log.isEnabledFor(logging.INFO):
@@ -641,7 +655,7 @@ def _progress(label: str, total: int) -> Iterator[Callable[[int], None]]:
         done += n
         if done * 10 // total > shown:
             shown = done * 10 // total
-            log.info("Building the %s: %d%% of %s vectors", label, 10 * shown, f"{total:,}")
+            log.info("Building the %s: %d%% of %s %s", label, 10 * shown, f"{total:,}", unit)
 
     yield advance
     log.info("Built the %s in %.1f s", label, time.monotonic() - started)

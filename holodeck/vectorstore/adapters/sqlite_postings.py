@@ -1,0 +1,484 @@
+"""The keyword side of a large SQLite index: each term's rows, read from a file beside it.
+
+FTS5 computes ``bm25()`` for every row a query matches, about 2 µs a row, and a question's
+common words match a good part of a large index (a quarter of 1,000,000 chunks: half a
+second). An index of ``POSTINGS_MIN_ROWS`` chunks or more also gets a postings file
+(``keywords-<id>.postings``): for every term FTS5 holds, the rows holding it and how often
+(the ``idents`` column counted twice, as the search weighs it), and each row's length in
+tokens. It is read out of FTS5 itself (``fts5vocab``), so its terms are FTS5's to the byte.
+A search adds each term's BM25 share over its rows with numpy: FTS5's formula with FTS5's
+statistics (its row count and average row length, each term's current count of rows), the
+terms in the same order, so the scores are ``bm25()``'s (the same rows, the same order;
+measured in benchmarks/README.md) at a fraction of the cost.
+
+The file is a cache kept in step with the chunks as the vector files are (``sqlite_vectors``):
+written at an ingest's last step under a new name, recorded in ``keyword_files`` with the
+point of ``chunks`` and ``changes`` it covers, the old file deleted after. What it lacks is
+taken from SQLite exactly: rows added since are scored by FTS5 (their row ids are higher than
+any in the file), rows deleted since (the ``changes`` log) are left out, and each term's
+count of rows is corrected for both. A file that is missing, unreadable or not what was
+recorded is never trusted: searches use FTS5 alone, and the next ingest writes it anew.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import math
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from holodeck.vectorstore.adapters.local_schema import FTS_TOKENIZER
+from holodeck.vectorstore.adapters.sqlite_query import Reader
+from holodeck.vectorstore.adapters.sqlite_vectors import (
+    build_progress,
+    remove_strays,
+    save_whole,
+)
+
+log = logging.getLogger("holodeck.vectorstore")
+
+#: An index this large gets a postings file; below it FTS5 scores every match itself.
+POSTINGS_MIN_ROWS = 20_000
+#: The file is rewritten once the rows added or deleted since reach this many, or this share
+#: of the index, whichever is more (until then FTS5 scores the added ones: few, so quick).
+REWRITE_MIN_ROWS = 5_000
+REWRITE_SHARE = 0.05
+FILE_PREFIX = "keywords-"
+FILE_SUFFIX = ".postings"
+_MAGIC = b"HOLODECK-POSTINGS-1\n"
+_ALIGN = 64
+#: Term occurrences read from FTS5 per step while a file is built (memory stays bounded).
+_BUILD_OCCURRENCES = 2_000_000
+#: FTS5's BM25 constants (fts5_aux.c).
+K1 = 1.2
+B = 0.75
+
+_SEQS = "SELECT name, seq FROM sqlite_sequence"
+_FILE = "SELECT file, chunk_seq, change_seq, rows, postings FROM keyword_files"
+
+
+@dataclass(frozen=True)
+class FileRow:
+    """The row of ``keyword_files``: the file and what it covers."""
+
+    file: str
+    chunk_seq: int  # every chunk id up to this was read into it ...
+    change_seq: int  # ... as it stood after this change
+    rows: int  # chunks it holds
+    postings: int  # (term, row) pairs it holds
+
+
+class PostingsFile:
+    """A postings file, memory-mapped read-only: a search reads only its terms' pages."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path.name} is missing")
+        data = np.memmap(path, dtype=np.uint8, mode="r")
+        if bytes(data[: len(_MAGIC)]) != _MAGIC:
+            raise ValueError("not a postings file")
+        start = len(_MAGIC) + 8
+        size = int(np.frombuffer(bytes(data[len(_MAGIC) : start]), dtype="<u8")[0])
+        header = json.loads(bytes(data[start : start + size]))
+        self.rows: int = header["rows"]
+        arrays: dict[str, np.ndarray] = {}
+        for name, (dtype, length, offset) in header["arrays"].items():
+            end = offset + length * np.dtype(dtype).itemsize
+            if end > data.size:
+                raise ValueError("the file is cut short")
+            arrays[name] = data[offset:end].view(dtype)
+        self._term_bytes = arrays["term_bytes"]
+        self._term_starts = arrays["term_starts"]
+        self._starts = arrays["starts"]
+        self.docs = arrays["docs"]
+        self.freqs = arrays["freqs"]
+        self.lengths = arrays["lengths"]
+        self.postings = int(self.docs.size)
+
+    def find(self, token: str) -> int | None:
+        """The position of ``token`` among the file's terms (None: no row held it)."""
+        key = token.encode()
+        lo, hi = 0, self._term_starts.size - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._term(mid) < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < self._term_starts.size - 1 and self._term(lo) == key else None
+
+    def _term(self, i: int) -> bytes:
+        return bytes(self._term_bytes[self._term_starts[i] : self._term_starts[i + 1]])
+
+    def rows_of(self, term: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding term ``term`` (ascending) and its weighted count in each."""
+        if term is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint16)
+        a, b = int(self._starts[term]), int(self._starts[term + 1])
+        return self.docs[a:b], self.freqs[a:b]
+
+
+@dataclass
+class View:
+    """The file as a search sees it: what it covers and the rows deleted from it since."""
+
+    row: FileRow
+    file: PostingsFile
+    deleted: np.ndarray  # int64, sorted
+
+    def holders(self, term: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """The term's rows still in the index, and its count in each."""
+        docs, freqs = self.file.rows_of(term)
+        if self.deleted.size and docs.size:
+            keep = ~np.isin(docs, self.deleted, assume_unique=True)
+            return docs[keep], freqs[keep]
+        return docs, freqs
+
+
+class Tokens:
+    """Query terms as FTS5's tokenizer makes them (the file's terms are FTS5's tokens): a
+    term is written into a small in-memory FTS5 table and read back from its vocabulary."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def of(self, term: str) -> list[str]:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            db.execute(f"CREATE VIRTUAL TABLE probe USING fts5(x, tokenize={FTS_TOKENIZER!r})")
+            db.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, instance)")
+            self._local.db = db
+        db.execute("INSERT INTO probe (rowid, x) VALUES (1, ?)", (term,))
+        try:
+            return [r[0] for r in db.execute("SELECT term FROM probe_terms ORDER BY offset")]
+        finally:
+            db.execute("DELETE FROM probe")
+
+
+class KeywordFile:
+    """The index's postings file for one process: opened once, followed as it is rewritten."""
+
+    def __init__(self, reader: Reader, folder: Path | None) -> None:
+        self._reader = reader
+        self._folder = folder
+        self._lock = threading.Lock()
+        self._opened: tuple[FileRow, PostingsFile] | None = None
+        self._view: tuple[tuple[Any, ...], View | None] | None = None
+        self._warned: set[str] = set()
+        self.tokens = Tokens()
+
+    def view(self, db: sqlite3.Connection) -> View | None:
+        """The file as of ``db``'s snapshot, if there is one to trust (None: FTS5 alone)."""
+        if self._folder is None:
+            return None
+        state = _state(db)
+        with self._lock:
+            if self._view is not None and self._view[0] == state:
+                return self._view[1]
+        row = _file_row(db)
+        view = None
+        if row is not None:
+            file, why = self._open(db, row)
+            if file is None:
+                if row.file not in self._warned:
+                    self._warned.add(row.file)
+                    log.warning(
+                        "The keyword index file %s does not match the database (%s); "
+                        "searching with SQLite's full-text index until `holodeck ingest` "
+                        "rewrites it",
+                        row.file,
+                        why,
+                    )
+            else:
+                view = View(row, file, _deleted(db, row))
+        with self._lock:
+            self._view = (state, view)
+        return view
+
+    def _open(self, db: sqlite3.Connection, row: FileRow) -> tuple[PostingsFile | None, str]:
+        """The recorded file, memory-mapped, or None and why it cannot be trusted."""
+        assert self._folder is not None
+        with self._lock:
+            if self._opened is not None and self._opened[0] == row:
+                return self._opened[1], ""
+        oldest = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
+        seqs = dict(db.execute(_SEQS).fetchall())
+        if oldest is not None and oldest > row.change_seq + 1:
+            return None, "the change log no longer reaches back to it"
+        if row.chunk_seq > int(seqs.get("chunks", 0)):
+            return None, "it is newer than the database"
+        try:
+            file = PostingsFile(self._folder / row.file)
+        except (OSError, ValueError, KeyError) as exc:
+            return None, f"it cannot be read ({exc})"
+        if (file.rows, file.postings) != (row.rows, row.postings):
+            return None, (
+                f"it holds {file.rows:,} rows and {file.postings:,} postings, "
+                f"the database says {row.rows:,} and {row.postings:,}"
+            )
+        with self._lock:
+            self._opened = (row, file)
+        return file, ""
+
+    def file_name(self) -> str | None:
+        with self._reader.reading() as db:
+            row = _file_row(db)
+        return None if row is None else row.file
+
+    # -- the writer's upkeep -------------------------------------------------------------
+    def upkeep(self, writing: Callable[[], AbstractContextManager[sqlite3.Connection]]) -> None:
+        """Write the file once the index is large, again once it lacks many rows, drop it
+        once the index is small; remove stray files. Under the index's write lock."""
+        if self._folder is None:
+            return
+        with self._reader.reading() as db:
+            db.execute("BEGIN")
+            try:
+                action = self._plan(db)
+            finally:
+                db.execute("COMMIT")
+        if action == "drop":
+            with writing() as db:
+                db.execute("DELETE FROM keyword_files")
+        elif action == "write":
+            self._write(writing)
+        named = set() if action == "drop" else {self.file_name()}
+        remove_strays(self._folder, FILE_PREFIX, FILE_SUFFIX, {n for n in named if n})
+
+    def _plan(self, db: sqlite3.Connection) -> str | None:
+        """``write``, ``drop`` or None (the file is good as it is, or there is none to be)."""
+        total = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        row = _file_row(db)
+        if row is None:
+            return "write" if total >= POSTINGS_MIN_ROWS else None
+        if total < POSTINGS_MIN_ROWS // 2:
+            return "drop"
+        file, why = self._open(db, row)
+        if file is None:
+            log.warning("Rewriting the keyword index file %s: %s", row.file, why)
+            return "write"
+        added = db.execute("SELECT count(*) FROM chunks WHERE id > ?", (row.chunk_seq,)).fetchone()[
+            0
+        ]
+        deleted = _deleted(db, row).size
+        return (
+            "write" if added + deleted >= max(REWRITE_MIN_ROWS, row.rows * REWRITE_SHARE) else None
+        )
+
+    def _write(self, writing: Callable[[], AbstractContextManager[sqlite3.Connection]]) -> None:
+        """Read every term's rows out of FTS5 into a new file, then record it."""
+        assert self._folder is not None
+        name = f"{FILE_PREFIX}{uuid.uuid4().hex[:12]}{FILE_SUFFIX}"
+        with self._reader.reading() as db:
+            db.execute("BEGIN")  # what the file covers, and the rows read, from one snapshot
+            try:
+                seqs = dict(db.execute(_SEQS).fetchall())
+                arrays, rows = _read_postings(db)
+            finally:
+                db.execute("COMMIT")
+        save_whole(lambda path: _save(path, arrays, rows), self._folder, name)
+        with writing() as db:  # the file is whole on disk before the database names it
+            db.execute("DELETE FROM keyword_files")
+            db.execute(
+                "INSERT INTO keyword_files VALUES (?, ?, ?, ?, ?)",
+                (
+                    name, int(seqs.get("chunks", 0)), int(seqs.get("changes", 0)), rows,
+                    int(arrays["docs"].size),
+                ),
+            )  # fmt: skip
+        log.debug("Wrote %s: %d rows, %d postings", name, rows, arrays["docs"].size)
+
+
+def fts5_averages(db: sqlite3.Connection) -> tuple[int, float]:
+    """FTS5's own row count and average row length in tokens (its ``averages`` record:
+    SQLite varints, the rows then each column's tokens), the numbers ``bm25()`` uses."""
+    row = db.execute("SELECT block FROM chunks_fts_data WHERE id = 1").fetchone()
+    values, data, i = [], bytes(row[0]) if row else b"", 0
+    while i < len(data):
+        value, i = _varint(data, i)
+        values.append(value)
+    if not values or values[0] == 0:
+        return 0, 0.0
+    return values[0], float(sum(values[1:])) / float(values[0])
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    """One SQLite varint (big-endian, 7 bits a byte, the ninth byte whole) at ``i``."""
+    value = 0
+    for n in range(9):
+        byte = data[i + n]
+        if n == 8:
+            return (value << 8) | byte, i + 9
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, i + n + 1
+    raise AssertionError("unreachable")
+
+
+def idf(total: int, hits: int) -> float:
+    """FTS5's BM25 IDF (fts5_aux.c): never below a millionth, even for a word most rows hold."""
+    value = math.log((total - hits + 0.5) / (hits + 0.5))
+    return 1e-6 if value <= 0.0 else value
+
+
+def scores(
+    lengths: np.ndarray, shares: list[tuple[np.ndarray, np.ndarray, float]], avgdl: float
+) -> np.ndarray:
+    """Each row's BM25 (indexed by row id, as ``lengths``; 0: holds none of the terms)
+    from each term's ``(rows, counts, idf)``: the shares added in that order with
+    ``bm25()``'s arithmetic, so a row scores what FTS5 gives it."""
+    total = np.zeros(lengths.size, dtype=np.float64)
+    for docs, freqs, weight in shares:
+        if not docs.size:
+            continue
+        f = freqs.astype(np.float64)
+        d = lengths[docs].astype(np.float64)
+        total[docs] += weight * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
+    return total
+
+
+def _state(db: sqlite3.Connection) -> tuple[Any, ...]:
+    return (
+        *db.execute(_SEQS).fetchall(),
+        db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone(),
+        db.execute(_FILE).fetchone(),
+    )
+
+
+def _file_row(db: sqlite3.Connection) -> FileRow | None:
+    row = db.execute(_FILE).fetchone()
+    return None if row is None else FileRow(*row)
+
+
+def _deleted(db: sqlite3.Connection, row: FileRow) -> np.ndarray:
+    """The file's rows deleted since it was written (moved ones keep their words)."""
+    found = db.execute(
+        "SELECT DISTINCT id FROM changes WHERE seq > ? AND id <= ? "
+        "AND id NOT IN (SELECT id FROM chunks)",
+        (row.change_seq, row.chunk_seq),
+    ).fetchall()
+    return np.sort(np.array([r[0] for r in found], dtype=np.int64))
+
+
+def _read_postings(db: sqlite3.Connection) -> tuple[dict[str, np.ndarray], int]:
+    """Every term's rows and weighted counts, and each row's length, out of FTS5."""
+    db.execute("DROP TABLE IF EXISTS temp.postings_terms")
+    db.execute("DROP TABLE IF EXISTS temp.postings_rows")
+    db.execute("CREATE VIRTUAL TABLE temp.postings_terms USING fts5vocab(main, chunks_fts, row)")
+    db.execute(
+        "CREATE VIRTUAL TABLE temp.postings_rows USING fts5vocab(main, chunks_fts, instance)"
+    )
+    try:
+        vocab = db.execute("SELECT term, cnt FROM temp.postings_terms").fetchall()
+        rows = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        last = int(db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
+        terms = [t for t, _ in vocab]
+        if any(a >= b for a, b in itertools.pairwise(terms)):
+            raise ValueError("FTS5's terms are not in order")
+        counts = np.array([c for _, c in vocab], dtype=np.int64)
+        lengths = np.zeros(last + 1, dtype=np.int64)
+        docs_parts, freq_parts, starts = [], [], [np.zeros(1, np.int64)]
+        held = 0
+        with build_progress("keyword index", int(counts.sum()), "words") as advance:
+            for lo, hi in _term_blocks(counts):
+                docs, freqs, per_term = _read_block(db, terms, counts, lo, hi, lengths)
+                docs_parts.append(docs)
+                freq_parts.append(freqs)
+                starts.append(held + np.cumsum(per_term))
+                held += int(per_term.sum())
+                advance(int(counts[lo:hi].sum()))
+    finally:
+        db.execute("DROP TABLE temp.postings_terms")
+        db.execute("DROP TABLE temp.postings_rows")
+    blob = "".join(terms).encode()
+    term_starts = np.zeros(len(terms) + 1, dtype=np.int64)
+    term_starts[1:] = np.cumsum([len(t.encode()) for t in terms])
+    arrays: dict[str, np.ndarray] = {
+        "term_bytes": np.frombuffer(blob, dtype=np.uint8),
+        "term_starts": term_starts,
+        "starts": np.concatenate(starts),
+        "docs": np.concatenate([np.zeros(0, np.int32), *docs_parts]),
+        "freqs": np.concatenate([np.zeros(0, np.uint16), *freq_parts]),
+        "lengths": lengths.astype(np.uint32),
+    }
+    return arrays, rows
+
+
+def _term_blocks(counts: np.ndarray) -> list[tuple[int, int]]:
+    """Ranges of terms holding about ``_BUILD_OCCURRENCES`` occurrences each."""
+    blocks, lo, held = [], 0, 0
+    for i, n in enumerate(counts.tolist()):
+        held += n
+        if held >= _BUILD_OCCURRENCES:
+            blocks.append((lo, i + 1))
+            lo, held = i + 1, 0
+    if lo < counts.size:
+        blocks.append((lo, int(counts.size)))
+    return blocks
+
+
+def _read_block(
+    db: sqlite3.Connection,
+    terms: list[str],
+    counts: np.ndarray,
+    lo: int,
+    hi: int,
+    lengths: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of terms ``lo`` to ``hi``: rows, weighted counts (``idents`` twice)
+    and postings per term; adds every occurrence to its row's length."""
+    sql = "SELECT group_concat(doc * 2 + (col = 'idents')) FROM temp.postings_rows WHERE term >= ?"
+    args: tuple[str, ...] = (terms[lo],)
+    if hi < len(terms):
+        sql, args = sql + " AND term < ?", (terms[lo], terms[hi])
+    text = db.execute(sql, args).fetchone()[0] or ""
+    # one string of numbers parsed in C: a Python object per occurrence would cost 10x
+    found = np.array(text.split(","), dtype=np.int64) if text else np.zeros(0, np.int64)
+    if found.size != int(counts[lo:hi].sum()):
+        raise ValueError("FTS5's occurrences changed while they were read")
+    docs, weight = found >> 1, 1 + (found & 1)
+    lengths += np.bincount(docs, minlength=lengths.size)
+    term = np.repeat(np.arange(hi - lo), counts[lo:hi])
+    new = np.ones(found.size, dtype=bool)
+    new[1:] = (term[1:] != term[:-1]) | (docs[1:] != docs[:-1])
+    same_term = term[1:] == term[:-1]
+    if np.any(same_term & (docs[1:] < docs[:-1])):
+        raise ValueError("FTS5's occurrences are not in row order")
+    firsts = np.flatnonzero(new)
+    freqs = np.minimum(np.add.reduceat(weight, firsts), np.iinfo(np.uint16).max)
+    per_term = np.bincount(term[firsts], minlength=hi - lo)
+    row_ids = np.int32 if lengths.size <= np.iinfo(np.int32).max else np.int64
+    return docs[firsts].astype(row_ids), freqs.astype(np.uint16), per_term
+
+
+def _save(path: str, arrays: dict[str, np.ndarray], rows: int) -> None:
+    """Write ``arrays`` after a header naming each one's type, length and offset."""
+    layout: dict[str, tuple[str, int, int]] = {}
+    offset = 0
+    for name, array in arrays.items():
+        layout[name] = (array.dtype.str, int(array.size), offset)
+        offset += -(-array.nbytes // _ALIGN) * _ALIGN
+    # offsets count from the end of the header, padded: fix them once its size is known
+    draft = json.dumps({"rows": rows, "arrays": layout}).encode()
+    base = -(-(len(_MAGIC) + 8 + len(draft) + 64) // _ALIGN) * _ALIGN
+    header = json.dumps(
+        {"rows": rows, "arrays": {n: (t, s, o + base) for n, (t, s, o) in layout.items()}}
+    ).encode()
+    assert len(_MAGIC) + 8 + len(header) <= base
+    with open(path, "wb") as fh:
+        fh.write(_MAGIC + np.array([len(header)], dtype="<u8").tobytes() + header)
+        for name, array in arrays.items():
+            fh.seek(layout[name][2] + base)
+            fh.write(np.ascontiguousarray(array).tobytes())
+        fh.truncate(base + offset)
