@@ -287,6 +287,12 @@ def main() -> None:
         "quality on the small labelled sets; by default they are searched exactly)",
     )
     parser.add_argument(
+        "--postings-min-rows",
+        type=int,
+        help="give an index of this many chunks the keyword postings file (to measure its "
+        "answers on the small labelled sets; by default FTS5 scores them)",
+    )
+    parser.add_argument(
         "--text-alone",
         action="store_true",
         help="embed and keyword-index each chunk without its heading path (records."
@@ -302,6 +308,10 @@ def main() -> None:
         from holodeck.vectorstore.adapters import sqlite_vectors
 
         sqlite_vectors.ANN_MIN_ROWS = args.ann_min_rows
+    if args.postings_min_rows is not None:
+        from holodeck.vectorstore.adapters import sqlite_postings
+
+        sqlite_postings.POSTINGS_MIN_ROWS = args.postings_min_rows
     if args.latency is not None:
         latency(args.latency or [10_000, 100_000], args.top_k, args.keep, args.queries, args.depth)
         return

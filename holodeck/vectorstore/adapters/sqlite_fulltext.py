@@ -28,6 +28,7 @@ import numpy as np
 
 from holodeck.vectorstore.adapters import sqlite_query
 from holodeck.vectorstore.adapters.sqlite_postings import (
+    NOT_ONE_TOKEN,
     KeywordFile,
     View,
     fts5_averages,
@@ -194,14 +195,16 @@ def _file_plan(
         key = term.casefold()
         if key in hits:
             continue
-        tokens = keywords.tokens.of(term)
-        if len(tokens) != 1:
+        position = keywords.term(view, term)
+        if position == NOT_ONE_TOKEN:
             return None
-        holders[key] = view.holders(view.file.find(tokens[0]))
-        added = db.execute(
-            "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid > ?",
-            (fts5_phrase(term), view.row.chunk_seq),
-        ).fetchone()[0]
+        holders[key] = view.holders(position)
+        added = 0
+        if view.grown:  # the rows since hold it too
+            added = db.execute(
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid > ?",
+                (fts5_phrase(term), view.row.chunk_seq),
+            ).fetchone()[0]
         hits[key] = int(holders[key][0].size) + int(added)
     return _FilePlan(view, total, avgdl, hits, holders)
 
@@ -221,7 +224,7 @@ def _from_file(
     shares = [
         (*plan.holders[t.casefold()], _idf(plan.total, plan.hits[t.casefold()])) for t in ranked
     ]
-    total = scores(plan.view.file.lengths, shares, plan.avgdl)
+    total = scores(plan.view, shares, plan.avgdl)
     rows = np.flatnonzero(total > 0)
     found = _best_in_scope(reader, rows, total[rows], k, scope)
     chunk_seq = plan.view.row.chunk_seq

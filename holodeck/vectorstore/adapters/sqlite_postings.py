@@ -22,6 +22,7 @@ recorded is never trusted: searches use FTS5 alone, and the next ingest writes i
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -31,7 +32,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,11 @@ _BUILD_OCCURRENCES = 2_000_000
 K1 = 1.2
 B = 0.75
 
+#: Query terms whose place in the file is kept (a term is looked up once per file).
+_TERMS_KEPT = 65_536
+#: What ``KeywordFile.term`` says of a term FTS5 reads as several tokens.
+NOT_ONE_TOKEN = -1
+
 _SEQS = "SELECT name, seq FROM sqlite_sequence"
 _FILE = "SELECT file, chunk_seq, change_seq, rows, postings FROM keyword_files"
 
@@ -84,7 +90,8 @@ class PostingsFile:
     def __init__(self, path: Path) -> None:
         if not path.is_file():
             raise FileNotFoundError(f"{path.name} is missing")
-        data = np.memmap(path, dtype=np.uint8, mode="r")
+        # a plain array over the map: numpy's memmap class adds a Python call to every slice
+        data = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray)
         if bytes(data[: len(_MAGIC)]) != _MAGIC:
             raise ValueError("not a postings file")
         start = len(_MAGIC) + 8
@@ -135,6 +142,19 @@ class View:
     row: FileRow
     file: PostingsFile
     deleted: np.ndarray  # int64, sorted
+    grown: bool  # rows were added since (FTS5 holds them, the file does not)
+    _norms: tuple[float, np.ndarray] | None = field(default=None, repr=False, compare=False)
+
+    def norms(self, avgdl: float) -> np.ndarray:
+        """``k1 x (1 - b + b x length / avgdl)`` of every row, as ``bm25()`` computes it;
+        kept while FTS5's average row length stays the same (one pass a state, not one a
+        term)."""
+        kept = self._norms
+        if kept is None or kept[0] != avgdl:
+            lengths = self.file.lengths.astype(np.float64)
+            kept = (avgdl, K1 * (1 - B + B * lengths / avgdl))
+            self._norms = kept
+        return kept[1]
 
     def holders(self, term: int | None) -> tuple[np.ndarray, np.ndarray]:
         """The term's rows still in the index, and its count in each."""
@@ -176,7 +196,8 @@ class KeywordFile:
         self._opened: tuple[FileRow, PostingsFile] | None = None
         self._view: tuple[tuple[Any, ...], View | None] | None = None
         self._warned: set[str] = set()
-        self.tokens = Tokens()
+        self._tokens = Tokens()
+        self._terms: dict[str, int | None] = {}  # of the file opened: a term's position
 
     def view(self, db: sqlite3.Connection) -> View | None:
         """The file as of ``db``'s snapshot, if there is one to trust (None: FTS5 alone)."""
@@ -201,10 +222,27 @@ class KeywordFile:
                         why,
                     )
             else:
-                view = View(row, file, _deleted(db, row))
+                last = db.execute("SELECT max(id) FROM chunks").fetchone()[0] or 0
+                view = View(row, file, _deleted(db, row), last > row.chunk_seq)
         with self._lock:
             self._view = (state, view)
         return view
+
+    def term(self, view: View, term: str) -> int | None:
+        """The position of a query term among the file's terms (None: no row holds it);
+        ``NOT_ONE_TOKEN`` when FTS5 reads it as a phrase of several tokens (or none)."""
+        with self._lock:
+            if self._opened is None or self._opened[1] is not view.file:
+                return self._find(view.file, term)
+            if term not in self._terms:
+                if len(self._terms) >= _TERMS_KEPT:
+                    self._terms.clear()
+                self._terms[term] = self._find(view.file, term)
+            return self._terms[term]
+
+    def _find(self, file: PostingsFile, term: str) -> int | None:
+        tokens = self._tokens.of(term)
+        return file.find(tokens[0]) if len(tokens) == 1 else NOT_ONE_TOKEN
 
     def _open(self, db: sqlite3.Connection, row: FileRow) -> tuple[PostingsFile | None, str]:
         """The recorded file, memory-mapped, or None and why it cannot be trusted."""
@@ -228,7 +266,7 @@ class KeywordFile:
                 f"the database says {row.rows:,} and {row.postings:,}"
             )
         with self._lock:
-            self._opened = (row, file)
+            self._opened, self._terms = (row, file), {}
         return file, ""
 
     def file_name(self) -> str | None:
@@ -333,19 +371,33 @@ def idf(total: int, hits: int) -> float:
 
 
 def scores(
-    lengths: np.ndarray, shares: list[tuple[np.ndarray, np.ndarray, float]], avgdl: float
+    view: View, shares: list[tuple[np.ndarray, np.ndarray, float]], avgdl: float
 ) -> np.ndarray:
-    """Each row's BM25 (indexed by row id, as ``lengths``; 0: holds none of the terms)
-    from each term's ``(rows, counts, idf)``: the shares added in that order with
-    ``bm25()``'s arithmetic, so a row scores what FTS5 gives it."""
-    total = np.zeros(lengths.size, dtype=np.float64)
+    """Each file row's BM25 (indexed by row id; 0: holds none of the terms) from each
+    term's ``(rows, counts, idf)``: the shares added in that order with ``bm25()``'s
+    arithmetic (``idf x (f x (k1 + 1)) / (f + norm)``, each step the same IEEE operation),
+    so a row scores what FTS5 gives it. In place, on tables: a term's rows cost a few
+    passes of numpy, not a dozen. (Stopping early as MaxScore does was measured: at
+    1,000,000 chunks its looks at the k-th best score cost more than the rows it spared.)"""
+    norms = view.norms(avgdl)
+    counts, numerators = _count_tables()
+    total = np.zeros(norms.size, dtype=np.float64)
     for docs, freqs, weight in shares:
         if not docs.size:
             continue
-        f = freqs.astype(np.float64)
-        d = lengths[docs].astype(np.float64)
-        total[docs] += weight * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
+        share = norms[docs]
+        share += counts[freqs]  # f + norm
+        np.divide(numerators[freqs], share, out=share)  # f x (k1 + 1) / (f + norm)
+        share *= weight
+        np.add.at(total, docs, share)  # each row once: numpy 2 adds this 4x faster
     return total
+
+
+@functools.cache
+def _count_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Every weighted count a file can hold as a float, and times ``k1 + 1``."""
+    counts = np.arange(np.iinfo(np.uint16).max + 1, dtype=np.float64)
+    return counts, counts * (K1 + 1.0)
 
 
 def _state(db: sqlite3.Connection) -> tuple[Any, ...]:
