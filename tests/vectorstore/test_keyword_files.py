@@ -9,13 +9,13 @@ import random
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
+from test_keyword_pruning import record
 
 from holodeck.vectorstore.adapters import sqlite_postings
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
 from holodeck.vectorstore.adapters.sqlite_fulltext import TermCounts, keyword_search
-from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.records import ChunkFilters, DocState, chunk_id_for
 from holodeck.vectorstore.store import VectorStore
 
 #: Words by how common they are: the first in most chunks, the last in a few.
@@ -34,16 +34,6 @@ SCOPES = {
     "one library": ChunkFilters(library_ids=["kb"]),
     "filtered": ChunkFilters(library_ids=["kb", "other"], book_ids=["b1", "b2"]),
 }
-
-
-def record(library: str, doc: str, text: str, seed: int) -> ChunkRecord:
-    vector = np.random.default_rng(seed).normal(size=4).astype(np.float32)
-    return ChunkRecord(
-        chunk_id=chunk_id_for("t", library, doc, 0), tenant_id="t", library_id=library,
-        book_id=f"b{seed % 3}", doc_id=doc, chunk_index=0, content=text,
-        vector=vector / np.linalg.norm(vector), embedding_model="m", source_path=doc,
-        mtime=1.0, content_hash=doc, token_count=len(text.split()),
-    )  # fmt: skip
 
 
 def write(store: VectorStore, i: int, text: str) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from holodeck.vectorstore.adapters.local_schema import FTS_TOKENIZER
-from holodeck.vectorstore.adapters.sqlite_query import Reader
+from holodeck.vectorstore.adapters.sqlite_query import Reader, in_snapshot
 from holodeck.vectorstore.adapters.sqlite_vectors import (
     build_progress,
     remove_strays,
@@ -280,12 +280,7 @@ class KeywordFile:
         once the index is small; remove stray files. Under the index's write lock."""
         if self._folder is None:
             return
-        with self._reader.reading() as db:
-            db.execute("BEGIN")
-            try:
-                action = self._plan(db)
-            finally:
-                db.execute("COMMIT")
+        action = in_snapshot(self._reader, self._plan)
         if action == "drop":
             with writing() as db:
                 db.execute("DELETE FROM keyword_files")

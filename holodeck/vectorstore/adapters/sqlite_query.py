@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, indexed_text
 #: ranges of row ids, each on its own connection; the vector product in ranges of matrix
 #: rows) when each part would span at least this many rows.
 PARALLEL_MIN_ROWS = 20_000
+
+T = TypeVar("T")
 
 CHUNK_COLUMNS = (
     "c.id, c.chunk_id, l.tenant_id, l.library_id, c.book_id, c.doc_id, c.chunk_index, "
@@ -42,6 +44,16 @@ class Reader(Protocol):
     def read_pool(self) -> ThreadPoolExecutor: ...
 
     def read_workers(self) -> int: ...
+
+
+def in_snapshot(reader: Reader, read: Callable[[sqlite3.Connection], T]) -> T:
+    """``read`` inside one read transaction: every look it takes sees the same commit."""
+    with reader.reading() as db:
+        db.execute("BEGIN")
+        try:
+            return read(db)
+        finally:
+            db.execute("COMMIT")
 
 
 def scope_libs(db: sqlite3.Connection, tenant_id: str, filters: ChunkFilters) -> list[int]:

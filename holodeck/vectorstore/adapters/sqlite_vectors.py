@@ -41,6 +41,7 @@ from holodeck.vectorstore.adapters import sqlite_query
 from holodeck.vectorstore.adapters.sqlite_query import (
     Reader,
     allowed_ids,
+    in_snapshot,
     records_by_id,
     scope_libs,
 )
@@ -380,12 +381,7 @@ class VectorIndex:
         and remove stray files. The caller holds the index's write lock (an ingest's end)."""
         if self._folder is None:
             return
-        with self._reader.reading() as db:
-            db.execute("BEGIN")
-            try:
-                plans = self._plan_upkeep(db)
-            finally:
-                db.execute("COMMIT")
+        plans = in_snapshot(self._reader, self._plan_upkeep)
         for lib, action in plans:
             if action == "drop":
                 with writing() as db:
