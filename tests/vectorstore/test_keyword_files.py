@@ -185,9 +185,18 @@ def test_a_missing_or_damaged_file_is_never_trusted_and_the_next_ingest_rewrites
 
 def test_a_rebuilt_index_forgets_the_file(store: VectorStore) -> None:
     adapter = adapter_of(store)
+    (old,) = files(adapter.folder)
     info = adapter.describe()
     assert info is not None
     adapter.recreate(info)  # --force-ingest
     assert store.keyword_search("t", "w0 w1", 5, SCOPES["whole index"]) == []
-    store.flush()
-    assert files(adapter.folder) == []  # an empty index needs no file
+    with store.batch():  # the rebuild's new chunks, before its ingest ends
+        for i, text in enumerate(texts(300, 11)):
+            write(store, i, text)
+    with adapter.reading() as db:
+        assert adapter._keywords.view(db) is None  # the old file describes other chunks
+    assert_same(answers(store, from_file=True), answers(store, from_file=False))
+    store.flush()  # the rebuild's end: a file of the new chunks
+    (new,) = files(adapter.folder)
+    assert new != old
+    assert_same(answers(store, from_file=True), answers(store, from_file=False))

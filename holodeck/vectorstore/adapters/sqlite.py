@@ -5,7 +5,8 @@ A document's old chunks, vectors, full-text rows and state change in one transac
 next run repairs the rest, and a write costs that document's rows, never a rewrite.
 
 This module holds the connections, the transactions and the writes; the two search sides
-live beside it (``sqlite_vectors``: nearest vectors; ``sqlite_fulltext``: BM25), on the
+live beside it (``sqlite_vectors``: nearest vectors; ``sqlite_fulltext``: BM25, from
+``sqlite_postings``' file on a large index), on the
 query building they share (``sqlite_query``), and the schema in ``local_schema``. Every read
 filters by the tenant's library ids.
 """

@@ -1,5 +1,6 @@
-"""The keyword side of the SQLite index: FTS5 ranks by BM25 and returns its best rows itself,
-scoring only the rows that can still be among them.
+"""The keyword side of the SQLite index: BM25 over FTS5, from the postings file of a large
+index (``sqlite_postings``: the same scores, summed with numpy), otherwise from FTS5 itself,
+scoring only the rows that can still be among the best.
 
 ``holodeck.vectorstore.keywords`` says what a query asks (terms, identifiers); this module
 says how FTS5 is asked for it: inside the tenant's scope, ``ORDER BY`` the BM25 score with a

@@ -42,6 +42,7 @@ from holodeck.vectorstore.adapters.local_schema import FTS_TOKENIZER
 from holodeck.vectorstore.adapters.sqlite_query import Reader, in_snapshot
 from holodeck.vectorstore.adapters.sqlite_vectors import (
     build_progress,
+    out_of_reach,
     remove_strays,
     save_whole,
 )
@@ -250,12 +251,9 @@ class KeywordFile:
         with self._lock:
             if self._opened is not None and self._opened[0] == row:
                 return self._opened[1], ""
-        oldest = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
-        seqs = dict(db.execute(_SEQS).fetchall())
-        if oldest is not None and oldest > row.change_seq + 1:
-            return None, "the change log no longer reaches back to it"
-        if row.chunk_seq > int(seqs.get("chunks", 0)):
-            return None, "it is newer than the database"
+        why = out_of_reach(db, row.chunk_seq, row.change_seq)
+        if why:
+            return None, why
         try:
             file = PostingsFile(self._folder / row.file)
         except (OSError, ValueError, KeyError) as exc:
@@ -301,25 +299,18 @@ class KeywordFile:
         if file is None:
             log.warning("Rewriting the keyword index file %s: %s", row.file, why)
             return "write"
-        added = db.execute("SELECT count(*) FROM chunks WHERE id > ?", (row.chunk_seq,)).fetchone()[
-            0
-        ]
-        deleted = _deleted(db, row).size
-        return (
-            "write" if added + deleted >= max(REWRITE_MIN_ROWS, row.rows * REWRITE_SHARE) else None
-        )
+        added = db.execute("SELECT count(*) FROM chunks WHERE id > ?", (row.chunk_seq,))
+        changed = added.fetchone()[0] + _deleted(db, row).size
+        return "write" if changed >= max(REWRITE_MIN_ROWS, row.rows * REWRITE_SHARE) else None
 
     def _write(self, writing: Callable[[], AbstractContextManager[sqlite3.Connection]]) -> None:
         """Read every term's rows out of FTS5 into a new file, then record it."""
         assert self._folder is not None
         name = f"{FILE_PREFIX}{uuid.uuid4().hex[:12]}{FILE_SUFFIX}"
-        with self._reader.reading() as db:
-            db.execute("BEGIN")  # what the file covers, and the rows read, from one snapshot
-            try:
-                seqs = dict(db.execute(_SEQS).fetchall())
-                arrays, rows = _read_postings(db)
-            finally:
-                db.execute("COMMIT")
+        # what the file covers, and the rows read, from one snapshot
+        seqs, (arrays, rows) = in_snapshot(
+            self._reader, lambda db: (dict(db.execute(_SEQS).fetchall()), _read_postings(db))
+        )
         save_whole(lambda path: _save(path, arrays, rows), self._folder, name)
         with writing() as db:  # the file is whole on disk before the database names it
             db.execute("DELETE FROM keyword_files")

@@ -337,13 +337,8 @@ class VectorIndex:
         """The recorded file, memory-mapped, or None and why it cannot be trusted."""
         assert self._folder is not None
         path = self._folder / row.file
-        oldest = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
-        seqs = dict(db.execute(_SEQS).fetchall())
-        if oldest is not None and oldest > row.change_seq + 1:
-            why = "the change log no longer reaches back to it"
-        elif row.chunk_seq > int(seqs.get("chunks", 0)):
-            why = "it is newer than the database"
-        else:
+        why = out_of_reach(db, row.chunk_seq, row.change_seq)
+        if not why:
             try:
                 view = _open_view(path)
             except (OSError, ValueError, RuntimeError) as exc:
@@ -502,6 +497,18 @@ class VectorIndex:
         """The file of each library that has one (for ``store info``)."""
         with self._reader.reading() as db:
             return {lib: row.file for lib, row in _file_rows(db).items()}
+
+
+def out_of_reach(db: sqlite3.Connection, chunk_seq: int, change_seq: int) -> str:
+    """Why a file made at (``chunk_seq``, ``change_seq``) cannot be brought up to date from
+    the database ('' when it can): the change log was trimmed past it, or it is newer."""
+    oldest = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
+    seqs = dict(db.execute(_SEQS).fetchall())
+    if oldest is not None and oldest > change_seq + 1:
+        return "the change log no longer reaches back to it"
+    if chunk_seq > int(seqs.get("chunks", 0)):
+        return "it is newer than the database"
+    return ""
 
 
 def _file_rows(db: sqlite3.Connection) -> dict[int, _FileRow]:
