@@ -31,6 +31,8 @@ def main() -> None:
     parser.add_argument("size", type=int)
     parser.add_argument("--lists", type=int, default=4096)
     parser.add_argument("--probes", type=int, nargs="+", default=[64, 128, 256])
+    parser.add_argument("--per-list", type=int, default=TRAIN_PER_LIST)
+    parser.add_argument("--niter", type=int, default=10, help="k-means rounds (faiss: 10)")
     args = parser.parse_args()
     vectors = scale_vectors(args.size)
     queries = scale_vectors(200, seed=99, topics_of=args.size)
@@ -43,8 +45,9 @@ def main() -> None:
         faiss.ScalarQuantizer.QT_8bit,
         faiss.METRIC_INNER_PRODUCT,
     )
+    index.cp.niter = args.niter
     sample = np.random.default_rng(0).choice(
-        args.size, min(args.size, args.lists * TRAIN_PER_LIST), replace=False
+        args.size, min(args.size, args.lists * args.per_list), replace=False
     )
     index.train(vectors[sample])
     trained = time.perf_counter() - started

@@ -15,9 +15,9 @@ abstracts, repeated), 10 chunks per document. For each size, in one run:
 
     python benchmarks/bench_scale.py --sizes 100000 300000 1000000 --peers $(benchmarks/peers.sh)
 
-``--search-settings 256:40 512:100`` also searches the same file at other search depths
-(``expansion_search``) and numbers of candidates re-scored exactly: recall@10 and semantic
-p50 / p95 for each, from one build.
+``--search-settings 256:40 512:100`` also searches the same file reading other numbers of
+its lists (``nprobe``) and re-scoring other numbers of candidates exactly: recall@10 and
+semantic p50 / p95 for each, from one build.
 
 Each size prints holodeck's line first, then the whole row with the peers' numbers;
 ``--peer-names chroma`` leaves LanceDB out (its build takes as long as Chroma's).
@@ -79,8 +79,8 @@ for q, text in zip(queries, questions):
 out["rss_mb"], out["peak_mb"] = status("VmRSS:"), status("VmHWM:")
 from holodeck.vectorstore.adapters import sqlite_vectors
 out["settings"] = {{}}
-for depth, candidates in {settings!r}:  # the file's search depth and candidates re-scored
-    sqlite_vectors.EXPANSION_SEARCH = sqlite_vectors.EXPANSION_SEARCH_LARGE = depth
+for probes, candidates in {settings!r}:  # lists read and candidates re-scored
+    sqlite_vectors.probes_for = lambda lists, probes=probes: probes
     sqlite_vectors.MIN_CANDIDATES = candidates
     found, ms = [], []
     for q in queries:
@@ -88,7 +88,7 @@ for depth, candidates in {settings!r}:  # the file's search depth and candidates
         hits = store.search("bench", q, 10, scope)
         ms.append((time.perf_counter() - t) * 1000)
         found.append([h.record.chunk_id for h in hits])
-    out["settings"][f"{{depth}}:{{candidates}}"] = {{"found": found, "ms": ms}}
+    out["settings"][f"{{probes}}:{{candidates}}"] = {{"found": found, "ms": ms}}
 print(json.dumps(out))
 """
 
@@ -153,8 +153,8 @@ def main() -> None:
         "--search-settings",
         nargs="*",
         default=[],
-        metavar="DEPTH:CANDIDATES",
-        help="also search the same file at these search depths and candidate counts",
+        metavar="PROBES:CANDIDATES",
+        help="also search the same file reading these many lists, re-scoring these many",
     )
     args = parser.parse_args()
     settings = [tuple(int(x) for x in s.split(":")) for s in args.search_settings]

@@ -47,7 +47,7 @@ NEVER = (
     "asyncio",
     "rich",
     "snowballstemmer",
-    "usearch",  # a small library is searched exactly
+    "faiss",  # a small library is searched exactly
 )
 
 

@@ -440,7 +440,7 @@ class SqliteIndexAdapter:
         raise NotImplementedError
 
     def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
-        """Documents and chunks of one library; exact cosine search (FLAT), or HNSW once the
+        """Documents and chunks of one library; exact cosine search (FLAT), or IVF once the
         library has an approximate index file (its candidates re-scored exactly)."""
         with self.reading() as db:
             lib = self._lib(db, tenant_id, library_id)
@@ -454,7 +454,7 @@ class SqliteIndexAdapter:
             "backend": self.backend,
             "url": None,
             "index": self._index_label(),
-            "algorithm": "HNSW" if approximate else "FLAT",
+            "algorithm": "IVF" if approximate else "FLAT",
             "metric": "COSINE",
             "embedding_model": self._info.embedding_model if self._info else None,
             "dimensions": self._info.dimensions if self._info else None,

@@ -3,9 +3,11 @@
 SQLite holds every vector (float32 BLOBs in ``vectors``) and is the truth. A small library is
 searched exactly: its vectors are read once per process into one matrix and scanned with
 numpy. A library of ``ANN_MIN_ROWS`` chunks or more also gets an approximate index file beside
-the database (``vectors-<lib>-<id>.usearch``: usearch's HNSW over int8 vectors, memory-mapped
-read-only, so a search reads only the pages it visits); its best candidates are re-scored
-exactly with their float32 vectors from SQLite. Measured in benchmarks/README.md.
+the database (``vectors-<lib>-<id>.ivf``: faiss's inverted file over int8 vectors, memory-mapped
+read-only, so a search reads only the lists it probes); its best candidates are re-scored
+exactly with their float32 vectors from SQLite. An inverted file, not a graph: its recall is
+set when searching (how many lists are read), and at 1,000,000 chunks it reached 0.99 of the
+exact top 10 for a fifth of the build an HNSW graph took to reach 0.93 (benchmarks/README.md).
 
 The file is a cache kept in step with the chunk table, never ahead of it: an ingest commits
 its chunks first; its last step (``upkeep``, under the index's lock) writes a new file under a
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sqlite3
 import sys
@@ -60,33 +63,32 @@ ANN_MIN_ROWS = 20_000
 #: many, or this share of the library, whichever is more; until then searches scan them.
 PATCH_MIN_ROWS = 5_000
 PATCH_SHARE = 0.01
-#: Past this share of removed entries (tombstones) a file is rebuilt instead of patched.
+#: Past this share of removed entries a file is rebuilt (its lists trained anew) instead of
+#: patched: the lists were drawn from vectors that are mostly gone.
 REBUILD_REMOVED_SHARE = 0.2
-#: The file's vectors: int8 (a quarter of float32's bytes; the candidates are re-scored
-#: exactly). Half floats with half the insertion depth were measured at 300,000 chunks: no
-#: faster to build here and recall@10 0.925-0.947 (benchmarks/README.md). A file keeps the
-#: type and links it was built with; one of another kind is rebuilt at its next rewrite.
-DTYPE = "i8"
-#: HNSW's links per node, and its insertion and search depths (usearch keeps the links in the
-#: file, not the depths: they are set again on every open). Measured in benchmarks/README.md.
-CONNECTIVITY = 16
-EXPANSION_ADD = 128
-EXPANSION_SEARCH = 128
-#: A file this large is searched deeper: at 300,000 chunks depth 128 found 0.9755 of the exact
-#: top 10, 256 found 0.987, 512 found 0.9925 (p50 9.1 -> 24 ms; more candidates re-scored
-#: found none more). At 100,000 depth 128 finds 0.9995.
-LARGE_FILE_ROWS = 200_000
-EXPANSION_SEARCH_LARGE = 512
-#: Threads that build the file (0: one per core). Several threads link the graph in an order
-#: that differs from run to run; one builds the same file every time.
-ADD_THREADS = 0
+#: Vectors per list: a library of n gets the power of two nearest n / ROWS_PER_LIST lists
+#: (1,024 at 100,000 chunks, 8,192 at 1,000,000), drawn by k-means from a sample of
+#: TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS rounds (faiss's default rounds). At
+#: 1,000,000 a sample of 32 a list cut k-means from 154 to 95 s but lost a point of recall@10
+#: at the same lists read (0.9805 against 0.9915 at 256: benchmarks/README.md).
+ROWS_PER_LIST = 128
+TRAIN_PER_LIST = 50
+KMEANS_ROUNDS = 10
+#: A search reads sqrt(PROBE_FACTOR x lists) lists: 128 of 1,024, 362 of 8,192 (at
+#: 1,000,000 chunks 181 found 0.9885 of the exact top 10, 256 0.9915: benchmarks/README.md).
+PROBE_FACTOR = 16
+#: A file whose library has grown or shrunk so far that the right number of lists is this
+#: many times the file's (or a fraction as small) is rebuilt instead of patched.
+RELIST_FACTOR = 4
 #: Candidates the file is asked for, as a multiple of ``k``, to re-score exactly.
 OVERFETCH = 2
 MIN_CANDIDATES = 40
 #: Vectors added to a file per call while it is built (progress moves after each).
-BUILD_ROWS = 8192
+BUILD_ROWS = 16384
 FILE_PREFIX = "vectors-"
-FILE_SUFFIX = ".usearch"
+FILE_SUFFIX = ".ivf"
+#: Files of earlier versions (usearch's HNSW graph): never read, rebuilt at the next ingest.
+OLD_SUFFIXES = (".usearch",)
 
 _SEQS = "SELECT name, seq FROM sqlite_sequence"
 _FILES = "SELECT lib, file, chunk_seq, change_seq, count, removed FROM vector_files"
@@ -119,7 +121,7 @@ class _Base:
     """A library's approximate index file as this process opened it."""
 
     row: _FileRow
-    view: Any  # usearch.index.Index, memory-mapped read-only
+    view: Any  # faiss.IndexIVFScalarQuantizer, its lists memory-mapped read-only
 
 
 @dataclass
@@ -211,19 +213,20 @@ class VectorIndex:
             keep = allowed[~np.isin(allowed, library.gone) & ~np.isin(allowed, library.tail.ids)]
             return _best_of(self._read_vectors(keep), query, k, None, self._similarities)
         wanted = max(k * OVERFETCH, MIN_CANDIDATES)
+        lists = int(base.view.nlist)
+        probes = min(lists, probes_for(lists))
+        chosen = _selector(allowed)
         while True:
-            depth = (
-                EXPANSION_SEARCH_LARGE if base.row.count >= LARGE_FILE_ROWS else EXPANSION_SEARCH
-            )
-            base.view.expansion_search = max(depth, wanted)
-            matches = base.view.search(query, wanted, threads=1)
-            keys = np.asarray(matches.keys, dtype=np.int64)
+            keys = _probe(base.view, query, wanted, probes, chosen)
             keep = ~np.isin(keys, library.gone)
-            if allowed is not None:
-                keep &= np.isin(keys, allowed)
-            if keep.sum() >= k or wanted >= base.row.count:
+            if keep.sum() >= k:
                 break
-            wanted = min(wanted * 4, base.row.count)
+            if keys.size < wanted and probes < lists:  # the lists read held too few: read more
+                probes = min(lists, probes * 4)
+            elif keys.size >= wanted and wanted < base.row.count:  # more of the same lists
+                wanted = min(wanted * 4, base.row.count)
+            else:
+                break
         return _best_of(self._read_vectors(keys[keep]), query, k, None, self._similarities)
 
     def _read_vectors(self, ids: np.ndarray) -> _Matrix:
@@ -338,15 +341,17 @@ class VectorIndex:
         assert self._folder is not None
         path = self._folder / row.file
         why = out_of_reach(db, row.chunk_seq, row.change_seq)
+        if row.file.endswith(OLD_SUFFIXES):
+            why = "an earlier version's kind of file"
         if not why:
             try:
                 view = _open_view(path)
             except (OSError, ValueError, RuntimeError) as exc:
-                why = f"it cannot be read ({exc})"
+                why = f"it cannot be read ({str(exc).strip().splitlines()[-1]})"
             else:
-                if len(view) == row.count:
+                if view.ntotal == row.count:
                     return _Base(row, view), ""
-                why = f"it holds {len(view):,} vectors, the database says {row.count:,}"
+                why = f"it holds {view.ntotal:,} vectors, the database says {row.count:,}"
         return None, why
 
     def _load(
@@ -408,11 +413,12 @@ class VectorIndex:
             changed = db.execute(
                 "SELECT count(*) FROM changes WHERE seq > ?", (row.change_seq,)
             ).fetchone()[0]
-            if row.count + added - changed < ANN_MIN_ROWS // 2:
+            size = row.count + added - changed
+            if size < ANN_MIN_ROWS // 2:
                 plans.append((lib, "drop"))
             elif added + changed >= max(PATCH_MIN_ROWS, row.count * PATCH_SHARE):
                 share = (row.removed + changed) / max(row.count, 1)
-                rebuild = share > REBUILD_REMOVED_SHARE or not _current_kind(base.view)
+                rebuild = share > REBUILD_REMOVED_SHARE or not _fits(base.view, size)
                 plans.append((lib, "build" if rebuild else "patch"))
         return plans
 
@@ -436,7 +442,7 @@ class VectorIndex:
                     index, removed = self._patched(db, old)
                     where, args = _SINCE, (old.chunk_seq, old.change_seq)
                 else:
-                    index, removed = _new_index(self._dims()), 0
+                    index, removed = self._trained(db, lib), 0
                 self._add_rows(db, index, lib, where, args)
             finally:
                 db.execute("COMMIT")
@@ -446,30 +452,41 @@ class VectorIndex:
                 "INSERT OR REPLACE INTO vector_files VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     lib, name, int(seqs.get("chunks", 0)), int(seqs.get("changes", 0)),
-                    len(index), removed,
+                    index.ntotal, removed,
                 ),
             )  # fmt: skip
-        log.debug("Wrote %s: %d vectors (%s)", name, len(index), "patched" if patch else "built")
+        log.debug("Wrote %s: %d vectors (%s)", name, index.ntotal, "patched" if patch else "built")
+
+    def _trained(self, db: sqlite3.Connection, lib: int) -> Any:
+        """An empty inverted file whose lists k-means drew from an even sample of the
+        library's vectors (every n-th row, read in one pass without the others' vectors)."""
+        n = db.execute("SELECT count(*) FROM chunks WHERE lib = ?", (lib,)).fetchone()[0]
+        lists = lists_for(n)
+        step = max(1, n // (lists * TRAIN_PER_LIST))
+        sample = self._load(db, lib, "AND id % ? = 0", (step,)).vectors
+        if sample.shape[0] < lists:  # ids with gaps on the step: take every row instead
+            sample = self._load(db, lib).vectors
+        index = _new_index(self._dims(), lists)
+        count = f"{sample.shape[0]:,}"
+        log.info(
+            "Drawing the %s lists of library %d's vector index from %s vectors", lists, lib, count
+        )
+        index.train(sample)
+        if not index.is_trained:
+            raise RuntimeError(f"faiss could not train {lists} lists on {sample.shape[0]} vectors")
+        return index
 
     def _patched(self, db: sqlite3.Connection, old: _FileRow) -> tuple[Any, int]:
         """The library's current file loaded whole, without the rows changed since; and
         how many entries were removed from it since it was built."""
-        from usearch.index import Index
+        import faiss
 
         assert self._folder is not None
-        restored = Index.restore(str(self._folder / old.file), view=False)
-        if restored is None:
-            raise ValueError(f"{old.file} is not a usearch index")
-        index: Any = restored  # the depths are settable, whatever usearch's stubs say
-        index.expansion_add, index.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
+        index = faiss.read_index(str(self._folder / old.file))
         sql = "SELECT id FROM changes WHERE seq > ?"
-        changed = np.array([r[0] for r in db.execute(sql, (old.change_seq,))], dtype=np.uint64)
-        present = (
-            changed[np.asarray(index.contains(changed), dtype=bool)] if changed.size else changed
-        )
-        if present.size:
-            index.remove(present)
-        return index, old.removed + int(present.size)
+        changed = np.array([r[0] for r in db.execute(sql, (old.change_seq,))], dtype=np.int64)
+        removed = int(index.remove_ids(faiss.IDSelectorBatch(changed))) if changed.size else 0
+        return index, old.removed + removed
 
     def _add_rows(
         self, db: sqlite3.Connection, index: Any, lib: int, where: str, args: tuple[Any, ...]
@@ -480,10 +497,10 @@ class VectorIndex:
         sql = f"SELECT id, vector FROM vectors WHERE lib = ? {where}"
         with build_progress(f"vector index of library {lib}", n) as advance:
             for block in _blocks(db, sql, (lib, *args), n, BUILD_ROWS):
-                keys = np.array([row_id for row_id, _ in block], dtype=np.uint64)
+                keys = np.array([row_id for row_id, _ in block], dtype=np.int64)
                 data = b"".join(blob for _, blob in block)
                 vectors = np.frombuffer(data, dtype=np.float32).reshape(len(block), -1)
-                index.add(keys, vectors, threads=ADD_THREADS)
+                index.add_with_ids(vectors, keys)
                 advance(len(block))
 
     def _remove_strays(self) -> None:
@@ -491,7 +508,8 @@ class VectorIndex:
         assert self._folder is not None
         with self._reader.reading() as db:
             named = {row.file for row in _file_rows(db).values()}
-        remove_strays(self._folder, FILE_PREFIX, FILE_SUFFIX, named)
+        for suffix in (FILE_SUFFIX, *OLD_SUFFIXES):
+            remove_strays(self._folder, FILE_PREFIX, suffix, named)
 
     def file_names(self) -> dict[int, str]:
         """The file of each library that has one (for ``store info``)."""
@@ -515,31 +533,49 @@ def _file_rows(db: sqlite3.Connection) -> dict[int, _FileRow]:
     return {row[0]: _FileRow(*row) for row in db.execute(_FILES)}
 
 
-def _new_index(dims: int) -> Any:
-    """An empty HNSW index: cosine over ``DTYPE`` vectors."""
-    from usearch.index import Index  # only a large library pays for the import
-
-    return Index(
-        ndim=dims,
-        metric="cos",
-        dtype=DTYPE,
-        connectivity=CONNECTIVITY,
-        expansion_add=EXPANSION_ADD,
-        expansion_search=EXPANSION_SEARCH,
-    )
+def lists_for(rows: int) -> int:
+    """The lists of a library of ``rows`` vectors: the power of two nearest
+    ``rows / ROWS_PER_LIST`` (at least 1)."""
+    return 1 << max(0, round(math.log2(max(rows / ROWS_PER_LIST, 1))))
 
 
-def _current_kind(index: Any) -> bool:
-    """Whether a file was built with this version's vector type and links per node (an
-    older file is patched no more: its next rewrite is a rebuild)."""
-    return bool(
-        str(index.dtype).rsplit(".", 1)[-1].lower() == DTYPE and index.connectivity == CONNECTIVITY
-    )
+def probes_for(lists: int) -> int:
+    """How many of a file's ``lists`` a search reads."""
+    return max(1, math.ceil(math.sqrt(PROBE_FACTOR * lists)))
+
+
+def _new_index(dims: int, lists: int) -> Any:
+    """An untrained inverted file: ``lists`` lists, inner product (cosine on the unit
+    vectors the store holds), each vector kept as int8 relative to its list's centre."""
+    import faiss  # only a large library pays for the import
+
+    index = faiss.IndexIVFScalarQuantizer(
+        faiss.IndexFlatIP(dims), dims, lists, faiss.ScalarQuantizer.QT_8bit,
+        faiss.METRIC_INNER_PRODUCT,
+    )  # fmt: skip
+    index.cp.niter = KMEANS_ROUNDS
+    index.cp.min_points_per_centroid = 1  # the sample is chosen small on purpose: no warning
+    return index
+
+
+def _fits(index: Any, rows: int) -> bool:
+    """Whether a file is of this version's kind and its lists still suit a library of
+    ``rows`` (else its next rewrite is a rebuild, not a patch)."""
+    import faiss
+
+    if not isinstance(index, faiss.IndexIVFScalarQuantizer):
+        return False
+    if index.sq.qtype != faiss.ScalarQuantizer.QT_8bit:
+        return False
+    ratio = lists_for(rows) / index.nlist
+    return 1 / RELIST_FACTOR < ratio < RELIST_FACTOR
 
 
 def _save_whole(index: Any, folder: Path, name: str) -> None:
     """Save ``index`` as ``folder/name`` whole or not at all."""
-    save_whole(lambda path: index.save(path), folder, name)
+    import faiss
+
+    save_whole(lambda path: faiss.write_index(index, path), folder, name)
 
 
 def save_whole(save: Callable[[str], None], folder: Path, name: str) -> None:
@@ -557,15 +593,39 @@ def save_whole(save: Callable[[str], None], folder: Path, name: str) -> None:
 
 
 def _open_view(path: Path) -> Any:
-    """A usearch index memory-mapped read-only from ``path``."""
-    from usearch.index import Index
+    """An inverted file whose lists are memory-mapped read-only from ``path`` (faiss checks
+    that every list lies inside the file)."""
+    import faiss
 
     if not path.is_file():
         raise FileNotFoundError(f"{path.name} is missing")
-    view = Index.restore(str(path), view=True)
-    if view is None:
-        raise ValueError("not a usearch index")
+    view = faiss.read_index(str(path), faiss.IO_FLAG_MMAP)
+    if not isinstance(view, faiss.IndexIVF):
+        raise ValueError("not an inverted file")
     return view
+
+
+def _probe(view: Any, query: np.ndarray, wanted: int, probes: int, chosen: Any) -> np.ndarray:
+    """The ids of the ``wanted`` best entries (or fewer) in the ``probes`` lists nearest to
+    ``query``, among the ``chosen`` ids (None: all)."""
+    import faiss
+
+    params = faiss.SearchParametersIVF()
+    params.nprobe = probes
+    if chosen is not None:
+        params.sel = chosen
+    _, ids = view.search(np.ascontiguousarray(query[None, :]), wanted, params=params)
+    found = ids[0]
+    return found[found >= 0].astype(np.int64)
+
+
+def _selector(allowed: np.ndarray | None) -> Any:
+    """faiss's filter for the ``allowed`` ids (None: no filter)."""
+    if allowed is None:
+        return None
+    import faiss
+
+    return faiss.IDSelectorBatch(np.ascontiguousarray(allowed, dtype=np.int64))
 
 
 def _blocks(
