@@ -1,13 +1,11 @@
 """faiss's IVF with int8 vectors on the scale set: build time, recall@10 and latency.
 
-A candidate for the vector file of a very large library, measured against usearch's HNSW
-(``bench_hnsw_links.py``) without touching the product: lists of an inverted file instead
-of a graph, so recall is set at search time (``nprobe``: how many lists are read) rather
-than by the links the build could afford. 40 candidates are re-scored exactly in float32,
-as ``sqlite_vectors`` does; the index is saved and searched memory-mapped, one query at a
-time on one thread. faiss-cpu is in the peers' environment, not the product's:
+The settings bench of the vector file (``sqlite_vectors``: lists, k-means sample, lists
+read) without a database: vectors in memory, the index built, saved and searched
+memory-mapped, one query at a time on one thread, 40 candidates re-scored exactly in
+float32 as ``sqlite_vectors`` does. ``bench_scale.py`` measures the product's own file:
 
-    $(benchmarks/peers.sh) benchmarks/bench_ivf_faiss.py 1000000 --lists 8192 --probes 128 256 512
+    python benchmarks/bench_ivf_faiss.py 1000000 --lists 8192 --per-list 50 --probes 256 362
 """
 
 from __future__ import annotations
