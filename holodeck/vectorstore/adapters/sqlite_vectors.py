@@ -203,9 +203,9 @@ class VectorIndex:
     def _search_base(
         self, library: _Library, query: np.ndarray, k: int, allowed: np.ndarray | None
     ) -> _Matrix:
-        """Candidates from the file, less the rows changed since and those the filters
-        leave out, re-read exactly from SQLite. Asks the file for more until ``k`` are left
-        (a narrow filter), or scans the allowed rows exactly when they are few."""
+        """Candidates from the file (filtered inside it), less the rows changed since,
+        re-read exactly from SQLite. Reads more lists, or asks for more candidates, until
+        ``k`` are left; scans the allowed rows exactly when they are few."""
         base = library.base
         assert base is not None
         if allowed is not None and allowed.size <= ANN_MIN_ROWS:
@@ -340,9 +340,10 @@ class VectorIndex:
         """The recorded file, memory-mapped, or None and why it cannot be trusted."""
         assert self._folder is not None
         path = self._folder / row.file
-        why = out_of_reach(db, row.chunk_seq, row.change_seq)
         if row.file.endswith(OLD_SUFFIXES):
             why = "an earlier version's kind of file"
+        else:
+            why = out_of_reach(db, row.chunk_seq, row.change_seq)
         if not why:
             try:
                 view = _open_view(path)
