@@ -18,7 +18,7 @@ import pytest
 import redis
 from redis_server import RedisServer, free_port  # tests/ is on sys.path (see conftest)
 
-from holodeck.errors import ConfigError, IngestError, ValidationError
+from holodeck.errors import ConfigError, HoloDeckError, IngestError, ValidationError
 from holodeck.vectorstore.adapters import redis as redis_adapter
 from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
 from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
@@ -725,3 +725,53 @@ def test_sections_round_trip_and_chunks_of_older_releases_read_without_one(
         "book/new.md": "EXAMPLES › Undo a commit",
         "book/old.md": "",
     }
+
+
+def _crowded(adapter: RedisIndexAdapter, n: int = 20_000) -> list[ChunkRecord]:
+    """``n`` chunks that all hold seven of the query's words (a long scan); the last ten,
+    which a scan reaches last, also say its rare word, so they are its ten best."""
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(n, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    records = [make_record(v, doc=f"book/d{i // 1000}.md", index=i) for i, v in enumerate(vectors)]
+    for i, rec in enumerate(records):
+        rec.content = "alpha beta gamma delta epsilon zeta theta" + " omega" * (i >= n - 10)
+    VectorStore(adapter).upsert_chunks("t1", records)
+    return records
+
+
+def test_a_servers_short_query_limit_never_cuts_a_ranking(
+    redis_server_factory: Callable[..., RedisServer],
+) -> None:
+    """The Query Engine's own limit (1 ms here, 500 by default) with its default policy hands
+    back a partial ranking as if whole; holodeck's queries ask for their own budget."""
+    server = redis_server_factory(search_args=["TIMEOUT", "1"])
+    adapter = RedisIndexAdapter(server.url, "crowded", algorithm="FLAT")
+    try:
+        records = _crowded(adapter)
+        query = "alpha beta gamma delta epsilon zeta theta omega"
+        hits = adapter.keyword_search("t1", query, 10, ChunkFilters())
+        assert {h.record.chunk_id for h in hits} == {r.chunk_id for r in records[-10:]}
+        assert adapter.count("t1", "lib") == len(records)
+        assert adapter.doc_ids("t1", "lib") == {r.doc_id for r in records}
+    finally:
+        adapter.close()
+
+
+def test_a_query_that_runs_out_of_time_is_refused_not_ranked(
+    redis_server_factory: Callable[..., RedisServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = redis_server_factory()
+    adapter = RedisIndexAdapter(server.url, "crowded", algorithm="FLAT")
+    try:
+        _crowded(adapter)
+        query = "alpha beta gamma delta epsilon zeta theta omega"
+        monkeypatch.setattr(redis_adapter, "QUERY_TIMEOUT_MS", 1)  # a query here takes ~10 ms
+        for policy in ("return", "fail"):
+            redis.Redis.from_url(server.url).execute_command(
+                "FT.CONFIG", "SET", "ON_TIMEOUT", policy
+            )
+            with pytest.raises(HoloDeckError, match="answer would be partial"):
+                adapter.keyword_search("t1", query, 10, ChunkFilters())
+    finally:
+        adapter.close()
