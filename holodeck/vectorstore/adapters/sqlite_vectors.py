@@ -3,11 +3,12 @@
 SQLite holds every vector (float32 BLOBs in ``vectors``) and is the truth. A small library is
 searched exactly: its vectors are read once per process into one matrix and scanned with
 numpy. A library of ``ANN_MIN_ROWS`` chunks or more also gets an approximate index file beside
-the database (``vectors-<lib>-<id>.ivf``: faiss's inverted file over int8 vectors, memory-mapped
-read-only, so a search reads only the lists it probes); its best candidates are re-scored
-exactly with their float32 vectors from SQLite. An inverted file, not a graph: its recall is
-set when searching (how many lists are read), and at 1,000,000 chunks it reached 0.99 of the
-exact top 10 for a fifth of the build an HNSW graph took to reach 0.93 (benchmarks/README.md).
+the database (``vectors-<lib>-<id>.ivf``: faiss's inverted file of 4-bit fast-scan codes, 48
+bytes a 384-dim vector, read whole by a process that searches the library); a search scans
+only the lists nearest the query, and its best candidates are re-scored exactly with their
+float32 vectors from SQLite. An inverted file, not a graph: its recall is set when searching
+(how many lists are read), and at 1,000,000 chunks it reached 0.99 of the exact top 10 for a
+fifth of the build an HNSW graph took to reach 0.93 (benchmarks/README.md).
 
 The file is a cache kept in step with the chunk table, never ahead of it: an ingest commits
 its chunks first; its last step (``upkeep``, under the index's lock) writes a new file under a
@@ -127,7 +128,7 @@ class _Base:
     """A library's approximate index file as this process opened it."""
 
     row: _FileRow
-    view: Any  # faiss.IndexIVFScalarQuantizer, its lists memory-mapped read-only
+    view: Any  # faiss.IndexIVFPQFastScan, read from the file
 
 
 @dataclass
@@ -329,7 +330,7 @@ class VectorIndex:
         )
 
     def _open_base(self, db: sqlite3.Connection, row: _FileRow) -> _Base | None:
-        """The recorded file, memory-mapped, if it is what was recorded (else None, said)."""
+        """The recorded file, read, if it is what was recorded (else None, said)."""
         base, why = self._check_base(db, row)
         key = (row.lib, row.file)
         if base is None and key not in self._warned:
@@ -343,7 +344,7 @@ class VectorIndex:
         return base
 
     def _check_base(self, db: sqlite3.Connection, row: _FileRow) -> tuple[_Base | None, str]:
-        """The recorded file, memory-mapped, or None and why it cannot be trusted."""
+        """The recorded file, read, or None and why it cannot be trusted."""
         assert self._folder is not None
         path = self._folder / row.file
         if row.file.endswith(OLD_SUFFIXES):
@@ -609,8 +610,9 @@ def save_whole(save: Callable[[str], None], folder: Path, name: str) -> None:
 
 
 def _open_view(path: Path) -> Any:
-    """An inverted file whose lists are memory-mapped read-only from ``path`` (faiss checks
-    that every list lies inside the file)."""
+    """The inverted file at ``path`` (faiss refuses a file cut anywhere: checked at 0.1-99.99 %
+    of its length and one byte short). Lists of int8 vectors (an earlier file) are
+    memory-mapped; fast-scan lists faiss reads whole, 48 bytes a 384-dim vector."""
     import faiss
 
     if not path.is_file():
