@@ -115,6 +115,9 @@ def test_a_reader_follows_what_another_process_commits(tmp_path: Path) -> None:
     assert sorted(h.record.content for h in hits) == ["alpha two", "gamma"]
     assert reader.search("t", unit(4), 1)[0].record.content == "alpha two"
     assert reader.search("t", unit(4), 1)[0].score == pytest.approx(1.0, abs=1e-5)
+    # the keyword side's hits carry the vectors now committed (the edit's new one)
+    (edited,) = reader.keyword_search("t", "alpha", 5)
+    np.testing.assert_allclose(edited.record.vector, unit(4), atol=1e-6)
 
     assert writer.move_book("t", ".", "archive") == 2  # moved to another library
     assert reader.search("t", unit(3), 10, ChunkFilters(library_ids=["kb"])) == []
@@ -174,6 +177,20 @@ def test_a_rebuild_by_another_process_is_seen(tmp_path: Path) -> None:
     assert len(reader.search("t", unit(1), 5)) == 1
     writer.rebuild(IndexInfo("m", DIMS))
     assert reader.search("t", unit(1), 5) == []
+
+
+def test_keyword_hits_after_a_rebuild_carry_the_new_rows_vectors(tmp_path: Path) -> None:
+    from holodeck.vectorstore.records import IndexInfo
+
+    reader = VectorStore(LocalIndexAdapter(tmp_path))
+    writer = VectorStore(LocalIndexAdapter(tmp_path))
+    write(writer, "t", "a.md", ["alpha"], seed=1)
+    assert len(reader.search("t", unit(1), 5)) == 1  # the reader holds the vectors
+    writer.rebuild(IndexInfo("m", DIMS))
+    write(writer, "t", "b.md", ["alpha"], seed=7)  # the rebuilt index's row ids start again
+    (hit,) = reader.keyword_search("t", "alpha", 5)
+    assert hit.record.doc_id == "b.md"
+    np.testing.assert_allclose(hit.record.vector, unit(7), atol=1e-6)  # not a.md's
 
 
 def old_npz(folder: Path, records: list[ChunkRecord], states: list[DocState]) -> Path:

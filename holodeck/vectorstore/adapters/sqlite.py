@@ -322,8 +322,9 @@ class SqliteIndexAdapter:
         self, tenant_id: str, query: str, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
         return sqlite_fulltext.keyword_search(
-            self, self._term_counts, self._keywords, tenant_id, query, k, filters
-        )
+            self, self._term_counts, self._keywords, tenant_id, query, k, filters,
+            vectors_of=self._vectors.vectors_of,
+        )  # fmt: skip
 
     def keyword_scale(self, query: str) -> float:
         return sqlite_fulltext.keyword_scale(self, self._term_counts, self._keywords, query)
@@ -331,7 +332,9 @@ class SqliteIndexAdapter:
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
-        return sqlite_fulltext.identifier_holders(self, tenant_id, identifier, limit, filters)
+        return sqlite_fulltext.identifier_holders(
+            self, tenant_id, identifier, limit, filters, self._vectors.vectors_of
+        )
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         with self._writing() as db:

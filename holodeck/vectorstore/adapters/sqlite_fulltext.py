@@ -22,6 +22,7 @@ import json
 import math
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,10 @@ from holodeck.vectorstore.keywords import (
     is_compound,
     query_terms,
 )
-from holodeck.vectorstore.records import ChunkFilters, ChunkHit
+from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord
+
+#: The float32 vectors of row ids (those still there), e.g. ``VectorIndex.vectors_of``.
+VectorsOf = Callable[[list[int]], dict[int, np.ndarray]]
 
 #: Column weights of ``bm25()``: ``words``, then ``idents`` (a compound counts twice).
 _BM25 = "bm25(chunks_fts, 1.0, 2.0)"
@@ -122,6 +126,7 @@ def keyword_search(
     k: int,
     filters: ChunkFilters,
     prune: bool = True,
+    vectors_of: VectorsOf | None = None,
 ) -> list[ChunkHit]:
     """BM25 over the full-text index inside the tenant's scope (score: higher is better).
 
@@ -129,7 +134,8 @@ def keyword_search(
     FTS5 scores only the rows added since. Without one, ``prune``: score only the rows that
     can reach the top ``k`` on an index of ``PRUNE_MIN_ROWS`` or more (False: every match,
     the same answer); a large index is searched in parts of its row ids at once, each on its
-    own connection: on its own FTS5 uses one core.
+    own connection: on its own FTS5 uses one core. ``vectors_of`` gives the hits' vectors
+    (None: read with the records).
     """
     terms = query_terms(query)
     if k <= 0 or not terms:
@@ -165,9 +171,26 @@ def keyword_search(
             found = ranking.best(" OR ".join(phrases))
         else:
             found = ranking.best(*_split(phrases, essential))
-    with reader.reading() as db:
-        records = records_by_id(db, [row_id for row_id, _ in found], with_vectors=True)
+    records = _with_vectors(reader, [row_id for row_id, _ in found], vectors_of)
     return [ChunkHit(records[i], float(score)) for i, score in found if i in records]
+
+
+def _with_vectors(
+    reader: Reader, ids: list[int], vectors_of: VectorsOf | None
+) -> dict[int, ChunkRecord]:
+    """The records of ``ids`` with their vectors: read with them, or from ``vectors_of``
+    (a record whose vector is gone, deleted in between, is left out)."""
+    with reader.reading() as db:
+        records = records_by_id(db, ids, with_vectors=vectors_of is None)
+    if vectors_of is None:
+        return records
+    vectors = vectors_of([i for i in ids if i in records])
+    for i in list(records):
+        if i in vectors:
+            records[i].vector = vectors[i]
+        else:
+            del records[i]
+    return records
 
 
 @dataclass
@@ -391,7 +414,12 @@ def keyword_scale(
 
 
 def identifier_holders(
-    reader: Reader, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
+    reader: Reader,
+    tenant_id: str,
+    identifier: str,
+    limit: int,
+    filters: ChunkFilters,
+    vectors_of: VectorsOf | None = None,
 ) -> list[ChunkHit]:
     """Chunks of the tenant's scope holding ``identifier`` whole (at most ``limit``)."""
     if limit <= 0:
@@ -407,7 +435,7 @@ def identifier_holders(
             "ORDER BY c.id LIMIT ?"
         )
         ids = [r[0] for r in db.execute(sql, (fts5_identifier(identifier), *libs, *args, limit))]
-        records = records_by_id(db, ids, with_vectors=True)
+    records = _with_vectors(reader, ids, vectors_of)
     return [ChunkHit(records[i], 0.0) for i in ids if i in records]
 
 

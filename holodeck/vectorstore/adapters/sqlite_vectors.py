@@ -109,6 +109,18 @@ class _Matrix:
 
     ids: np.ndarray  # int64
     vectors: np.ndarray  # float32, (n, dims)
+    _order: np.ndarray | None = None  # ids' sorting positions, made when first asked
+
+    def rows_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of ``ids`` this matrix holds (a mask), and their rows."""
+        if self.ids.size == 0 or ids.size == 0:
+            return np.zeros(ids.size, dtype=bool), np.zeros(0, dtype=np.int64)
+        if self._order is None:
+            self._order = np.argsort(self.ids)
+        at = np.minimum(np.searchsorted(self.ids, ids, sorter=self._order), self.ids.size - 1)
+        rows = self._order[at]
+        held = self.ids[rows] == ids
+        return held, rows[held]
 
 
 @dataclass(frozen=True)
@@ -235,6 +247,28 @@ class VectorIndex:
             else:
                 break
         return _best_of(self._read_vectors(keys[keep]), query, k, None, self._similarities)
+
+    def vectors_of(self, ids: list[int]) -> dict[int, np.ndarray]:
+        """The float32 vectors of these row ids (those still there): from the matrices this
+        process holds (a library searched exactly holds all its rows) without a read, the
+        rest from SQLite. (A row's vector never changes: a replaced chunk gets a new id.)"""
+        wanted = np.asarray(ids, dtype=np.int64)
+        found: dict[int, np.ndarray] = {}
+        with self._lock, self._reader.reading() as db:
+            db.execute("BEGIN")
+            try:
+                self._follow_changes(db)  # a rebuilt index (new ids) is never read from old
+            finally:
+                db.execute("COMMIT")
+            matrices = [library.tail for library in self._libraries.values()]
+        for matrix in matrices:
+            held, rows = matrix.rows_of(wanted)
+            found.update(zip(wanted[held].tolist(), matrix.vectors[rows], strict=True))
+            wanted = wanted[~held]
+        if wanted.size:
+            rest = self._read_vectors(wanted)
+            found.update(zip(rest.ids.tolist(), rest.vectors, strict=True))
+        return found
 
     def _read_vectors(self, ids: np.ndarray) -> _Matrix:
         """The float32 vectors of ``ids`` from SQLite (those still there)."""
