@@ -135,6 +135,13 @@ def search(
     if not tools:
         raise click.UsageError(f"{project.agent_path.name} has no vectorstore tools to search")
     filters = ChunkFilters(book_ids=list(books) or None, tags=list(tags) or None, language=language)
+    # One query each from here on: the model's quickest start, opened while the files are
+    # checked (an ingest, which embeds many, reopens it with onnxruntime's optimisation).
+    embedders = [tool.embedder for tool in tools]
+    models = {id(e): e for e in embedders if isinstance(e, LocalOnnxEmbedder)}
+    for model in models.values():
+        model.quick_start = True
+    opening = [model.open_in_background() for model in models.values()]
     try:
         if no_ingest:
             for tool in tools:
@@ -148,17 +155,21 @@ def search(
             if changed:
                 from holodeck.cli.progress import ingest_tools
 
+                for thread in opening:
+                    thread.join()
+                for model in models.values():
+                    model.quick_start = False
+                    model.close_session()
+
                 # Work shows (progress, then the summary line, on stderr); skipped-file
                 # warnings belong to `ingest`.
                 if not ctx.obj.get("verbose"):
                     logging.getLogger("holodeck.ingest").setLevel(logging.ERROR)
                 quiet = bool(ctx.obj.get("quiet"))
                 ingest_tools(changed, False, quiet, wait=False, only_work=True)
-        for tool in tools:  # one query each from here on: the model's quickest start
-            if isinstance(tool.embedder, LocalOnnxEmbedder):
-                tool.embedder.quick_start = True
         for tool in tools:
             _warn_unknown_books(tool, books)
+            tool.preload()
         found = [
             (tool, *tool.find(query, top_k=top_k, min_score=min_score, filters=filters, mode=mode))
             for tool in tools

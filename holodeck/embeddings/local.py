@@ -10,6 +10,7 @@ re-run with nothing to embed stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -357,6 +358,24 @@ class LocalOnnxEmbedder:
                 return hashlib.file_digest(f, "sha256").hexdigest()
         except OSError as e:
             raise EmbeddingError(f"cannot read embedding model {self._model_path}: {e}") from e
+
+    def open_in_background(self) -> threading.Thread:
+        """Start opening the session on a thread: a shell search checks its files meanwhile
+        (onnxruntime and the model's hash release the GIL for much of it). A failure is left
+        to the first ``embed``, which then opens the session itself and raises it."""
+
+        def open_session() -> None:
+            with contextlib.suppress(Exception):
+                self._ensure_session()
+
+        thread = threading.Thread(target=open_session, name="holodeck-model-open", daemon=True)
+        thread.start()
+        return thread
+
+    def close_session(self) -> None:
+        """Forget the session: the next ``embed`` opens it again, as ``quick_start`` says then."""
+        with self._lock:
+            self._session = None
 
     def _ensure_session(self) -> onnxruntime.InferenceSession:
         """Load the model once: the bytes hashed are the bytes run."""

@@ -209,7 +209,7 @@ class _Scan:
                     inner = inside(entry.path, self.root)
                     self.skip(entry.path, rel, REASON_LINKED_DIR if inner else REASON_OUTSIDE)
                 else:
-                    self.check_file(entry.path, rel, is_link, entry.stat)
+                    self.check_file(entry.path, rel, is_link, entry.stat, _suffix(entry.name))
 
     def check_file(
         self,
@@ -217,12 +217,15 @@ class _Scan:
         rel: str,
         is_link: bool,
         stat_of: Callable[[], os.stat_result] | None = None,
+        suffix: str | None = None,
     ) -> None:
-        """Add one file to ``files`` or to ``skipped``: one stat (the DirEntry's), no read."""
+        """Add one file to ``files`` or to ``skipped``: one stat (the DirEntry's), no read.
+        ``suffix``: the name's, lower-case, when the caller has it."""
         if is_link and not inside(path, self.root):
             self.skip(path, rel, REASON_OUTSIDE)
             return
-        suffix = os.path.splitext(rel)[1].lower()
+        if suffix is None:
+            suffix = os.path.splitext(rel)[1].lower()
         if suffix not in self.file_types:
             self.skip(path, rel, _type_reason(suffix))
             return
@@ -251,6 +254,13 @@ class _Scan:
     def skip(self, path: str, rel: str, reason: str) -> None:
         """Record a skip with the reason the user is shown."""
         self.result.skipped.append(Skipped(path=Path(path), rel_path=rel, reason=reason))
+
+
+def _suffix(name: str) -> str:
+    """``os.path.splitext(name)[1].lower()`` for a file name, without its general path
+    handling (a third of discovery's own time in a check of 10,000 files)."""
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 and name[:dot].strip(".") else ""
 
 
 def _type_reason(suffix: str) -> str:

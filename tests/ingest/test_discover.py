@@ -213,3 +213,15 @@ def test_example_docs_hold_every_supported_type_and_one_skipped_image() -> None:
     assert [(s.rel_path, s.reason) for s in found.skipped] == [
         ("api/architecture.png", "unsupported file type .png")
     ]
+
+
+@pytest.mark.parametrize(
+    "name", ["notes.MD", "a.tar.txt", "..odd.md", "trailing.", "README", "x..md", "v1.2.csv"]
+)
+def test_a_files_type_is_read_from_its_name_as_its_extension_says(
+    tmp_path: Path, name: str
+) -> None:
+    (tmp_path / name).write_text("text")
+    found = discover(tmp_path, [".md", ".txt", ".csv"])
+    wanted = os.path.splitext(name)[1].lower() in (".md", ".txt", ".csv") and name[0] != "."
+    assert (name in found.stats()) == wanted

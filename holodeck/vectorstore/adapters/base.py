@@ -75,6 +75,11 @@ class IndexAdapter(Protocol):
         record ``state`` when given. In one transaction where the backend has them."""
         ...
 
+    def preload(self, tenant_id: str, filters: ChunkFilters) -> None:
+        """Read now what a search of this scope will need (a shell search does it while its
+        model opens); nothing for a store that keeps nothing in the process."""
+        ...
+
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
@@ -117,6 +122,11 @@ class IndexAdapter(Protocol):
 
     def doc_states(self, tenant_id: str, library_id: str) -> dict[str, DocState]:
         """State of every document of one library, by document id."""
+        ...
+
+    def doc_stats(self, tenant_id: str, library_id: str) -> dict[str, tuple[float, int]]:
+        """Each document's stored (mtime, size), by document id: ``doc_states`` cut to what
+        a check for changed files compares (a shell search makes 10,000 of them)."""
         ...
 
     def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:

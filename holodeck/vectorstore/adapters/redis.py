@@ -296,6 +296,9 @@ class RedisIndexAdapter:
                 raise self._vanished()
             index.load(rows, id_field="chunk_id", batch_size=WRITE_BATCH)
 
+    def preload(self, tenant_id: str, filters: ChunkFilters) -> None:
+        """Nothing: the server holds the index."""
+
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
@@ -483,6 +486,11 @@ class RedisIndexAdapter:
                 chunk_count=int(data["chunk_count"]),
             )
         return states
+
+    def doc_stats(self, tenant_id: str, library_id: str) -> dict[str, tuple[float, int]]:
+        """``doc_states`` cut to (mtime, size): the whole state is one JSON value."""
+        states = self.doc_states(tenant_id, library_id)
+        return {doc: (state.mtime, state.size) for doc, state in states.items()}
 
     def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:
         """Record a document as fully stored (called after its chunks are written)."""

@@ -313,6 +313,9 @@ class SqliteIndexAdapter:
         db.executemany("DELETE FROM chunks WHERE id = ?", ids)
         return len(rows)
 
+    def preload(self, tenant_id: str, filters: ChunkFilters) -> None:
+        self._vectors.preload(tenant_id, filters)
+
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
@@ -419,6 +422,14 @@ class SqliteIndexAdapter:
                 (lib,),
             )
             return {row[0]: DocState(*row) for row in rows}
+
+    def doc_stats(self, tenant_id: str, library_id: str) -> dict[str, tuple[float, int]]:
+        with self.reading() as db:
+            lib = self._lib(db, tenant_id, library_id)
+            if lib is None:
+                return {}
+            sql = "SELECT doc_id, mtime, size FROM documents WHERE lib = ?"
+            return {doc: (mtime, size) for doc, mtime, size in db.execute(sql, (lib,))}
 
     def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:
         with self._writing() as db:

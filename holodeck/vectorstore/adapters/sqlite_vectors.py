@@ -179,6 +179,13 @@ class VectorIndex:
         self._warned: set[tuple[int, str]] = set()
 
     # -- searching ---------------------------------------------------------------------
+    def preload(self, tenant_id: str, filters: ChunkFilters) -> None:
+        """Open (load) the scope's libraries now, as their first search would."""
+        with self._reader.reading() as db:
+            libs = scope_libs(db, tenant_id, filters)
+        for lib in libs:
+            self._library(lib)
+
     def search(
         self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
