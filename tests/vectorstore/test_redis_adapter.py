@@ -20,6 +20,7 @@ from redis_server import RedisServer, free_port  # tests/ is on sys.path (see co
 
 from holodeck.errors import ConfigError, HoloDeckError, IngestError, ValidationError
 from holodeck.vectorstore.adapters import redis as redis_adapter
+from holodeck.vectorstore.adapters import redis_fields
 from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
 from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
 from holodeck.vectorstore.errors import StoreError
@@ -662,8 +663,8 @@ def test_an_index_from_before_keyword_search_gains_it_in_place(
     (FT.ALTER), fills them on the stored chunks, and keyword search finds those chunks."""
     client = redis.Redis.from_url(redis_url)
     name = redis_index_name
-    tag = ["SEPARATOR", redis_adapter.TAG_SEPARATOR, "CASESENSITIVE"]
-    schema = [f for field in redis_adapter._TAG_FIELDS for f in (field, "TAG", *tag)]
+    tag = ["SEPARATOR", redis_fields.TAG_SEPARATOR, "CASESENSITIVE"]
+    schema = [f for field in redis_fields.TAG_FIELDS for f in (field, "TAG", *tag)]
     client.execute_command(
         "FT.CREATE", name, "ON", "HASH", "PREFIX", "1", f"{name}:chunk:", "SCHEMA", *schema,
         "chunk_index", "NUMERIC", "SORTABLE",
@@ -678,7 +679,7 @@ def test_an_index_from_before_keyword_search_gains_it_in_place(
     rng = np.random.default_rng(3)
     old = make_record(unit(rng))
     old.content = "The walrus uses max_retries when the tide is late."
-    row = redis_adapter._to_hash(old)
+    row = redis_fields.to_hash(old)
     for field in ("stems", "idents"):
         del row[field]  # what 0.1 wrote
     client.hset(f"{name}:chunk:{old.chunk_id}", mapping=row)
@@ -712,7 +713,7 @@ def test_sections_round_trip_and_chunks_of_older_releases_read_without_one(
     new.section = "EXAMPLES › Undo a commit"
     store.upsert_chunks("t1", [new])
     old = make_record(unit(rng), doc="book/old.md")
-    row = redis_adapter._to_hash(old)
+    row = redis_fields.to_hash(old)
     del row["section"]  # what a release before sections wrote
     redis.Redis.from_url(redis_url).hset(f"{redis_index_name}:chunk:{old.chunk_id}", mapping=row)
 

@@ -26,7 +26,6 @@ import math
 import re
 import threading
 import time
-import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Literal, TypeVar, cast
@@ -47,11 +46,24 @@ from holodeck.errors import (
     HoloDeckError,
     IngestError,
     IngestRunning,
-    ValidationError,
 )
 from holodeck.redact import redact, redact_url
+from holodeck.vectorstore.adapters.redis_fields import (
+    MAX_TAG_BYTES,
+    RECORD_FIELDS,
+    TAG_FIELDS,
+    TAG_SEPARATOR,
+    checked_id,
+    from_hash,
+    keyword_fields,
+    matches_filters,
+    scope_filter,
+    tag_filter,
+    text_of,
+    to_hash,
+)
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
-from holodeck.vectorstore.keywords import idents_text, redis_expression, redis_stems, stems_text
+from holodeck.vectorstore.keywords import redis_expression, redis_stems
 from holodeck.vectorstore.records import (
     ChunkFilters,
     ChunkHit,
@@ -80,20 +92,9 @@ PAGE = 1000
 #: So a query asks for its own budget, and a reply that took it whole is refused, never
 #: ranked (the server's ``fail`` policy says so itself).
 QUERY_TIMEOUT_MS = 10_000
-#: Tag separator: a control character, so commas, pipes and spaces in ids stay one value.
-TAG_SEPARATOR = "\x1f"
-#: RediSearch truncates tag values longer than this (in bytes), so they could collide.
-MAX_TAG_BYTES = 4096
-
-_TAG_FIELDS = ("tenant_id", "library_id", "book_id", "doc_id", "tags", "language")
-_RECORD_FIELDS = (
-    "chunk_id", "tenant_id", "library_id", "book_id", "doc_id", "chunk_index", "content",
-    "vector", "embedding_model", "source_path", "mtime", "content_hash", "token_count",
-    "tags", "language", "location", "section",
-)  # fmt: skip
 #: Every field of holodeck's index and its type, as FT.INFO reports them.
 _SCHEMA_TYPES = {
-    **dict.fromkeys(_TAG_FIELDS, "TAG"), "chunk_index": "NUMERIC", "vector": "VECTOR",
+    **dict.fromkeys(TAG_FIELDS, "TAG"), "chunk_index": "NUMERIC", "vector": "VECTOR",
 }  # fmt: skip
 _ISOLATION_FIELDS = ("tenant_id", "library_id", "doc_id", "vector")
 _INDEX_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -170,7 +171,7 @@ class RedisIndexAdapter:
                     f"Redis at {self.url} has no Query Engine (RediSearch): use Redis 8 or "
                     f"Redis Stack ({redact(str(exc))})"
                 ) from None
-            if index_name in {_text(name) for name in listed}:
+            if index_name in {text_of(name) for name in listed}:
                 self._refuse_foreign_index()
         self._connected = True
 
@@ -250,7 +251,7 @@ class RedisIndexAdapter:
     # -- chunks ------------------------------------------------------------------------
     def upsert(self, records: Sequence[ChunkRecord]) -> None:
         """Write whole hashes (every field, so a replaced chunk keeps nothing stale)."""
-        self._write_rows([_to_hash(rec) for rec in records])  # validates every record first
+        self._write_rows([to_hash(rec) for rec in records])  # validates every record first
 
     def replace_document(
         self,
@@ -262,7 +263,7 @@ class RedisIndexAdapter:
     ) -> int:
         """State out, old chunks out, new chunks in, state in: in that order, so a crash at
         any point leaves a document without state, which the next ingest redoes."""
-        rows = [_to_hash(rec) for rec in records]  # refuse bad ids before anything changes
+        rows = [to_hash(rec) for rec in records]  # refuse bad ids before anything changes
         self.delete_doc_state(tenant_id, library_id, doc_id)
         removed = self.delete_by_doc(tenant_id, library_id, doc_id)
         if rows:
@@ -281,7 +282,7 @@ class RedisIndexAdapter:
     ) -> None:
         """New chunks in, then the state: a crash before the state leaves the document
         without one, which the next ingest redoes (reusing these vectors)."""
-        rows = [_to_hash(rec) for rec in records]  # refuse bad ids before anything changes
+        rows = [to_hash(rec) for rec in records]  # refuse bad ids before anything changes
         if rows:
             self._write_rows(rows)
         if state is not None:
@@ -304,7 +305,7 @@ class RedisIndexAdapter:
     ) -> list[ChunkHit]:
         """KNN inside the tenant's scope; distances converted to cosine similarity in [0, 1]."""
         index = self._existing()
-        scope = _scope(tenant_id, filters)
+        scope = scope_filter(tenant_id, filters)
         if index is None or scope is None or k <= 0:
             return []
         query = VectorQuery(
@@ -313,11 +314,11 @@ class RedisIndexAdapter:
             filter_expression=scope,
             num_results=k,
         )
-        query.return_fields(*_RECORD_FIELDS, _DISTANCE, skip_decode=["vector"])
+        query.return_fields(*RECORD_FIELDS, _DISTANCE, skip_decode=["vector"])
         with self._asking():
             rows = index.query(_bounded(query))
         return [
-            ChunkHit(_from_hash(row), _similarity(float(row[_DISTANCE]), self._index_metric))
+            ChunkHit(from_hash(row), _similarity(float(row[_DISTANCE]), self._index_metric))
             for row in rows
         ]
 
@@ -333,7 +334,7 @@ class RedisIndexAdapter:
         """
         index = self._existing()
         text = redis_expression(query, "stems")
-        if index is None or text is None or k <= 0 or _scope(tenant_id, filters) is None:
+        if index is None or text is None or k <= 0 or scope_filter(tenant_id, filters) is None:
             return []
         page = max(2 * k, 200)
         hits: list[ChunkHit] = []
@@ -342,7 +343,7 @@ class RedisIndexAdapter:
                 Query(text)
                 .scorer("BM25STD")
                 .with_scores()
-                .return_fields(*(f for f in _RECORD_FIELDS if f != "vector"))
+                .return_fields(*(f for f in RECORD_FIELDS if f != "vector"))
                 .return_field("vector", decode_field=False)
                 .paging(offset, page)
                 .dialect(2)
@@ -351,8 +352,8 @@ class RedisIndexAdapter:
             with self._asking():
                 found = self._client.ft(self.index_name).search(request)
             for doc in found.docs:
-                record = _from_hash(vars(doc))
-                if record.tenant_id == tenant_id and _matches(record, filters):
+                record = from_hash(vars(doc))
+                if record.tenant_id == tenant_id and matches_filters(record, filters):
                     hits.append(ChunkHit(record, float(doc.score)))
             if len(hits) >= k or len(found.docs) < page:
                 break
@@ -377,20 +378,22 @@ class RedisIndexAdapter:
     ) -> list[ChunkHit]:
         """Chunks of the scope holding ``identifier`` whole: an exact ``idents`` tag lookup."""
         index = self._existing()
-        scope = _scope(tenant_id, filters)
+        scope = scope_filter(tenant_id, filters)
         value = identifier.casefold()
         if index is None or scope is None or limit <= 0 or len(value.encode()) > MAX_TAG_BYTES:
             return []
         query = FilterQuery(scope & (Tag("idents") == value), num_results=limit)
-        query.return_fields(*_RECORD_FIELDS, skip_decode=["vector"])
+        query.return_fields(*RECORD_FIELDS, skip_decode=["vector"])
         with self._asking():
             rows = index.query(_bounded(query))
-        return [ChunkHit(_from_hash(row), 0.0) for row in rows]
+        return [ChunkHit(from_hash(row), 0.0) for row in rows]
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
         """Remove every chunk of one document; 0 for an unknown one."""
         return self._delete_matching(
-            _tag("tenant_id", tenant_id) & _tag("library_id", library_id) & _tag("doc_id", doc_id)
+            tag_filter("tenant_id", tenant_id)
+            & tag_filter("library_id", library_id)
+            & tag_filter("doc_id", doc_id)
         )
 
     def move_book(self, tenant_id: str, book_id: str, library_id: str) -> int:
@@ -399,9 +402,9 @@ class RedisIndexAdapter:
         if index is None:
             return 0
         pending = (
-            _tag("tenant_id", tenant_id)
-            & _tag("book_id", book_id)
-            & (Tag("library_id") != _checked("library_id", library_id))
+            tag_filter("tenant_id", tenant_id)
+            & tag_filter("book_id", book_id)
+            & (Tag("library_id") != checked_id("library_id", library_id))
         )
         moved = 0
         with self._guard():
@@ -423,15 +426,19 @@ class RedisIndexAdapter:
         index = self._existing()
         if index is None:
             return []
-        doc = _tag("tenant_id", tenant_id) & _tag("library_id", library_id) & _tag("doc_id", doc_id)
+        doc = (
+            tag_filter("tenant_id", tenant_id)
+            & tag_filter("library_id", library_id)
+            & tag_filter("doc_id", doc_id)
+        )
         found: list[ChunkRecord] = []
         while True:
             after = doc if not found else doc & (Num("chunk_index") > found[-1].chunk_index)
             query = FilterQuery(after, num_results=PAGE, sort_by="chunk_index")
-            query.return_fields(*_RECORD_FIELDS, skip_decode=["vector"])
+            query.return_fields(*RECORD_FIELDS, skip_decode=["vector"])
             with self._asking():
                 rows = index.query(_bounded(query))
-            found += [_from_hash(row) for row in rows]
+            found += [from_hash(row) for row in rows]
             if len(rows) < PAGE:
                 return found
 
@@ -440,7 +447,7 @@ class RedisIndexAdapter:
         index = self._existing()
         if index is None:
             return 0
-        library = _tag("tenant_id", tenant_id) & _tag("library_id", library_id)
+        library = tag_filter("tenant_id", tenant_id) & tag_filter("library_id", library_id)
         with self._asking():
             return int(index.query(_bounded(CountQuery(library))))
 
@@ -448,14 +455,16 @@ class RedisIndexAdapter:
         """Remove the library's document states, then its chunks; returns chunks removed."""
         with self._guard():
             self._client.delete(self._states_key(tenant_id, library_id))
-        return self._delete_matching(_tag("tenant_id", tenant_id) & _tag("library_id", library_id))
+        return self._delete_matching(
+            tag_filter("tenant_id", tenant_id) & tag_filter("library_id", library_id)
+        )
 
     def doc_ids(self, tenant_id: str, library_id: str) -> set[str]:
         """Documents with chunks in one library: FT.AGGREGATE GROUPBY doc_id, read by cursor."""
         index = self._existing()
         if index is None:
             return set()
-        library = _tag("tenant_id", tenant_id) & _tag("library_id", library_id)
+        library = tag_filter("tenant_id", tenant_id) & tag_filter("library_id", library_id)
         request = _BoundedAggregate(str(library)).group_by("@doc_id").cursor(count=PAGE)
         found: set[str] = set()
         with self._asking():
@@ -464,7 +473,7 @@ class RedisIndexAdapter:
             while True:
                 for row in result.rows:
                     fields = dict(zip(row[::2], row[1::2], strict=True))
-                    found.add(_text(fields[b"doc_id"]))
+                    found.add(text_of(fields[b"doc_id"]))
                 if result.cursor is None or result.cursor.cid == 0:
                     return found
                 result = search.aggregate(result.cursor)
@@ -476,7 +485,7 @@ class RedisIndexAdapter:
             raw = self._client.hgetall(self._states_key(tenant_id, library_id))
         states = {}
         for field, value in raw.items():
-            doc_id = _text(field)
+            doc_id = text_of(field)
             data = json.loads(value)
             states[doc_id] = DocState(
                 doc_id=doc_id,
@@ -515,7 +524,7 @@ class RedisIndexAdapter:
         """Who fills one library, from its ``<name>:owner:<scope>`` hash."""
         with self._guard():
             raw = self._client.hgetall(self._scope_key("owner", tenant_id, library_id))
-        return {_text(k): _text(v) for k, v in raw.items()} if raw else None
+        return {text_of(k): text_of(v) for k, v in raw.items()} if raw else None
 
     def set_library_owner(self, tenant_id: str, library_id: str, owner: dict[str, str]) -> None:
         """Replace the owner record in one transaction (no field of the old one survives)."""
@@ -684,18 +693,18 @@ class RedisIndexAdapter:
         definition = info.get("index_definition") or {}
         if not isinstance(definition, dict):
             definition = _pairs(definition)
-        fields = {_text(_after(a, "identifier")): a for a in info.get("attributes", [])}
-        prefixes = [_text(p).rstrip(":") for p in definition.get("prefixes", [])]
+        fields = {text_of(_after(a, "identifier")): a for a in info.get("attributes", [])}
+        prefixes = [text_of(p).rstrip(":") for p in definition.get("prefixes", [])]
         wanted_prefix = f"{self._prefix}:chunk"
-        field_types = {name: _text(_after(a, "type")).upper() for name, a in fields.items()}
+        field_types = {name: text_of(_after(a, "type")).upper() for name, a in fields.items()}
         meta = self._read_meta()
         # With its meta key the index is holodeck's own (perhaps from a release with fewer
         # fields): only what isolation and search need must be there.
         needed = _SCHEMA_TYPES if meta is None else _ISOLATION_FIELDS
         missing = [name for name in needed if field_types.get(name) != _SCHEMA_TYPES[name]]
         why = None
-        if _text(definition.get("key_type", "")).upper() != "HASH":
-            why = f"it indexes {_text(definition.get('key_type', '?'))} keys, not HASH"
+        if text_of(definition.get("key_type", "")).upper() != "HASH":
+            why = f"it indexes {text_of(definition.get('key_type', '?'))} keys, not HASH"
         elif prefixes != [wanted_prefix]:
             shown = ", ".join(repr(p) for p in prefixes) or "none"
             why = f"it indexes keys under {shown}, not {wanted_prefix!r}"
@@ -711,7 +720,7 @@ class RedisIndexAdapter:
         if why is None and meta is None and int(info.get("num_docs", 0) or 0) > 0:
             why = f"it holds {info['num_docs']} documents but no holodeck meta key"
         if why is None and meta is None:  # kept, and replaced by ``create``: say what it was
-            length = _text(_after(fields["vector"], "dim") or "?")
+            length = text_of(_after(fields["vector"], "dim") or "?")
             self._leftover = f"{length} dims, no documents, no holodeck meta key {self._meta_key}"
         if why is not None:
             raise ConfigError(
@@ -728,7 +737,7 @@ class RedisIndexAdapter:
         raw = self._client.hgetall(self._meta_key)
         if not raw:
             return None
-        meta = {_text(k): _text(v) for k, v in raw.items()}
+        meta = {text_of(k): text_of(v) for k, v in raw.items()}
         info = IndexInfo(meta["embedding_model"], int(meta["dimensions"]))
         return info, cast(Algorithm, meta["algorithm"]), cast(Metric, meta["metric"])
 
@@ -773,7 +782,7 @@ class RedisIndexAdapter:
                 "storage_type": "hash",
             },
             "fields": [
-                *({"name": name, "type": "tag", "attrs": tag} for name in _TAG_FIELDS),
+                *({"name": name, "type": "tag", "attrs": tag} for name in TAG_FIELDS),
                 # BM25 keyword search over Porter stems made here (as FTS5 does locally): the
                 # Query Engine's own stemming scores a word and its stem twice
                 {"name": "stems", "type": "text", "attrs": {"no_stem": True}},
@@ -802,10 +811,10 @@ class RedisIndexAdapter:
         indexes the stored chunks' text in the background."""
         info = self._client.ft(self.index_name).info()
         names = {
-            _text(value)
+            text_of(value)
             for attr in info["attributes"]
             for key, value in zip(attr[::2], attr[1::2], strict=False)
-            if _text(key) == "attribute"
+            if text_of(key) == "attribute"
         }
         wanted = {
             "stems": ["TEXT", "NOSTEM"],
@@ -828,8 +837,8 @@ class RedisIndexAdapter:
             with self._client.pipeline(transaction=False) as pipe:
                 for key, (content, section) in zip(part, contents, strict=True):
                     if content is not None:
-                        keywords = _keyword_fields(
-                            indexed_text(_text(content), _text(section or ""))
+                        keywords = keyword_fields(
+                            indexed_text(text_of(content), text_of(section or ""))
                         )
                         pipe.hset(
                             key,
@@ -923,75 +932,6 @@ def _connection_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
-def _checked(field: str, value: str) -> str:
-    """``value`` if RediSearch stores it as one exact tag, else a ValidationError saying why.
-
-    Tags are trimmed, split on control characters and truncated at 4096 bytes by the server;
-    such ids would silently match other ids (or nothing), so they are refused instead.
-    """
-    why = None
-    if not value:
-        why = "it is empty"
-    elif value != value.strip():
-        why = "it starts or ends with whitespace"
-    elif any(unicodedata.category(ch) == "Cc" for ch in value):
-        why = "it holds a control character (tab, newline, ...)"
-    elif len(value.encode("utf-8")) > MAX_TAG_BYTES:
-        why = f"it is longer than {MAX_TAG_BYTES} bytes"
-    if why:
-        shown = value if len(value) <= 80 else value[:77] + "..."
-        raise ValidationError(f"{field} {shown!r} cannot be stored in the Redis index: {why}")
-    return value
-
-
-def _tag(field: str, values: str | Sequence[str]) -> FilterExpression:
-    """An exact tag filter (any of ``values``); redisvl escapes the values."""
-    if isinstance(values, str):
-        return Tag(field) == _checked(field, values)
-    return Tag(field) == [_checked(field, v) for v in values]
-
-
-def _scope(tenant_id: str, filters: ChunkFilters) -> FilterExpression | None:
-    """The tenant filter narrowed by ``filters``; None when an empty list leaves nothing.
-
-    (redisvl turns ``Tag == []`` into a match-all, so empty lists never reach it.)
-    """
-    expr = _tag("tenant_id", tenant_id)
-    for field, values in (
-        ("library_id", filters.library_ids),
-        ("book_id", filters.book_ids),
-        ("tags", filters.tags),
-    ):
-        if values is None:
-            continue
-        if not values:
-            return None
-        expr &= _tag(field, values)
-    if filters.language is not None:
-        expr &= _tag("language", filters.language)
-    return expr
-
-
-def _keyword_fields(content: str) -> dict[str, str]:
-    """What the Query Engine indexes for keywords: the words as Porter ``stems`` separated by
-    single spaces (it does not split at newlines or tabs) and the ``idents`` as case-folded
-    tags (exact values: no tokenizer splits them)."""
-    idents = [i.casefold() for i in idents_text(content)]
-    idents = [i for i in idents if len(i.encode("utf-8")) <= MAX_TAG_BYTES]
-    return {"stems": stems_text(content), "idents": TAG_SEPARATOR.join(idents)}
-
-
-def _matches(rec: ChunkRecord, f: ChunkFilters) -> bool:
-    """Whether a record of the right tenant is inside the other filters."""
-    if f.library_ids is not None and rec.library_id not in f.library_ids:
-        return False
-    if f.book_ids is not None and rec.book_id not in f.book_ids:
-        return False
-    if f.tags is not None and not set(f.tags).intersection(rec.tags):
-        return False
-    return f.language is None or rec.language == f.language
-
-
 def _similarity(distance: float, metric: Metric) -> float:
     """Cosine similarity of normalised vectors from the backend's distance, in [0, 1].
 
@@ -1005,69 +945,11 @@ def _similarity(distance: float, metric: Metric) -> float:
 def _after(attribute: Sequence[Any], key: str) -> Any:
     """The value after ``key`` in an FT.INFO attribute list (flags break plain pairing)."""
     for i, item in enumerate(attribute[:-1]):
-        if _text(item).lower() == key:
+        if text_of(item).lower() == key:
             return attribute[i + 1]
     return None
 
 
 def _pairs(items: Sequence[Any]) -> dict[str, Any]:
     """An FT.INFO ``[key, value, key, value...]`` list as a dict with text keys."""
-    return {_text(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)}
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
-def _to_hash(rec: ChunkRecord) -> dict[str, Any]:
-    """The HASH of a chunk: every field, ids checked, the vector as FLOAT32 bytes."""
-    for field in ("tenant_id", "library_id", "book_id", "doc_id"):
-        _checked(field, getattr(rec, field))
-    for tag in rec.tags:
-        _checked("tags", tag)
-    if rec.language:
-        _checked("language", rec.language)
-    return {
-        "chunk_id": rec.chunk_id,
-        "tenant_id": rec.tenant_id,
-        "library_id": rec.library_id,
-        "book_id": rec.book_id,
-        "doc_id": rec.doc_id,
-        "chunk_index": int(rec.chunk_index),
-        "content": rec.content,
-        "vector": np.asarray(rec.vector, dtype=np.float32).tobytes(),
-        "embedding_model": rec.embedding_model,
-        "source_path": rec.source_path,
-        "mtime": repr(float(rec.mtime)),
-        "content_hash": rec.content_hash,
-        "token_count": int(rec.token_count),
-        "tags": TAG_SEPARATOR.join(rec.tags),
-        "language": rec.language or "",
-        "location": rec.location,
-        "section": rec.section,
-        **_keyword_fields(indexed_text(rec.content, rec.section)),
-    }
-
-
-def _from_hash(row: dict[str, Any]) -> ChunkRecord:
-    """A ChunkRecord from a query row (strings, and the vector's raw bytes)."""
-    tags = _text(row.get("tags", ""))
-    return ChunkRecord(
-        chunk_id=_text(row["chunk_id"]),
-        tenant_id=_text(row["tenant_id"]),
-        library_id=_text(row["library_id"]),
-        book_id=_text(row["book_id"]),
-        doc_id=_text(row["doc_id"]),
-        chunk_index=int(_text(row["chunk_index"])),
-        content=_text(row.get("content", "")),
-        vector=np.frombuffer(row["vector"], dtype=np.float32).copy(),
-        embedding_model=_text(row["embedding_model"]),
-        source_path=_text(row.get("source_path", "")),
-        mtime=float(_text(row["mtime"])),
-        content_hash=_text(row["content_hash"]),
-        token_count=int(_text(row["token_count"])),
-        tags=tags.split(TAG_SEPARATOR) if tags else [],
-        language=_text(row.get("language", "")) or None,
-        location=_text(row.get("location", "")),
-        section=_text(row.get("section", "")),  # absent from chunks of older releases
-    )
+    return {text_of(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)}
