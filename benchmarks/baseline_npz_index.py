@@ -201,15 +201,7 @@ class NpzMemoryIndex:
 
 def _matches(rec: ChunkRecord, tenant_id: str, f: ChunkFilters) -> bool:
     """Whether a record is inside a tenant's search scope."""
-    if rec.tenant_id != tenant_id:
-        return False
-    if f.library_ids is not None and rec.library_id not in f.library_ids:
-        return False
-    if f.book_ids is not None and rec.book_id not in f.book_ids:
-        return False
-    if f.tags is not None and not set(f.tags).intersection(rec.tags):
-        return False
-    return f.language is None or rec.language == f.language
+    return rec.tenant_id == tenant_id and f.admits(rec)
 
 
 import json

@@ -85,6 +85,17 @@ class ChunkFilters:
     tags: list[str] | None = None
     language: str | None = None
 
+    def admits(self, rec: ChunkRecord) -> bool:
+        """Whether a record (of the tenant searched) lies inside these filters: for a store
+        that checks them in Python, as Redis does after a keyword search."""
+        if self.library_ids is not None and rec.library_id not in self.library_ids:
+            return False
+        if self.book_ids is not None and rec.book_id not in self.book_ids:
+            return False
+        if self.tags is not None and not set(self.tags).intersection(rec.tags):
+            return False
+        return self.language is None or rec.language == self.language
+
 
 @dataclass
 class ChunkHit:

@@ -56,7 +56,6 @@ from holodeck.vectorstore.adapters.redis_fields import (
     checked_id,
     from_hash,
     keyword_fields,
-    matches_filters,
     scope_filter,
     tag_filter,
     text_of,
@@ -353,7 +352,7 @@ class RedisIndexAdapter:
                 found = self._client.ft(self.index_name).search(request)
             for doc in found.docs:
                 record = from_hash(vars(doc))
-                if record.tenant_id == tenant_id and matches_filters(record, filters):
+                if record.tenant_id == tenant_id and filters.admits(record):
                     hits.append(ChunkHit(record, float(doc.score)))
             if len(hits) >= k or len(found.docs) < page:
                 break

@@ -92,17 +92,6 @@ def keyword_fields(content: str) -> dict[str, str]:
     return {"stems": stems_text(content), "idents": TAG_SEPARATOR.join(idents)}
 
 
-def matches_filters(rec: ChunkRecord, f: ChunkFilters) -> bool:
-    """Whether a record of the right tenant is inside the other filters."""
-    if f.library_ids is not None and rec.library_id not in f.library_ids:
-        return False
-    if f.book_ids is not None and rec.book_id not in f.book_ids:
-        return False
-    if f.tags is not None and not set(f.tags).intersection(rec.tags):
-        return False
-    return f.language is None or rec.language == f.language
-
-
 def text_of(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
