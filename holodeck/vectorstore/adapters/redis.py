@@ -346,10 +346,9 @@ class RedisIndexAdapter:
                 .return_field("vector", decode_field=False)
                 .paging(offset, page)
                 .dialect(2)
-                .timeout(QUERY_TIMEOUT_MS)
             )
             with self._asking():
-                found = self._client.ft(self.index_name).search(request)
+                found = self._client.ft(self.index_name).search(_bounded(request))
             for doc in found.docs:
                 record = from_hash(vars(doc))
                 if record.tenant_id == tenant_id and filters.admits(record):
@@ -366,10 +365,13 @@ class RedisIndexAdapter:
         if index is None or not stems:
             return 0.0
         search = self._client.ft(self.index_name)
-        with self._asking():
+        with self._guard():
             total = int(search.info()["num_docs"])
-            hits = {s: search.search(_bounded(Query(f"@stems:({s})").paging(0, 0).dialect(2))).total
-                    for s in set(stems)}  # fmt: skip
+        hits: dict[str, int] = {}
+        for stem in set(stems):
+            with self._asking():  # each count on its own budget
+                count = Query(f"@stems:({stem})").paging(0, 0).dialect(2)
+                hits[stem] = search.search(_bounded(count)).total
         return sum(math.log(1 + (total - hits[s] + 0.5) / (hits[s] + 0.5)) for s in stems)
 
     def identifier_holders(
@@ -466,15 +468,16 @@ class RedisIndexAdapter:
         library = tag_filter("tenant_id", tenant_id) & tag_filter("library_id", library_id)
         request = _BoundedAggregate(str(library)).group_by("@doc_id").cursor(count=PAGE)
         found: set[str] = set()
+        search = self._client.ft(self.index_name)
         with self._asking():
-            search = self._client.ft(self.index_name)
             result = search.aggregate(request.dialect(2))
-            while True:
-                for row in result.rows:
-                    fields = dict(zip(row[::2], row[1::2], strict=True))
-                    found.add(text_of(fields[b"doc_id"]))
-                if result.cursor is None or result.cursor.cid == 0:
-                    return found
+        while True:
+            for row in result.rows:
+                fields = dict(zip(row[::2], row[1::2], strict=True))
+                found.add(text_of(fields[b"doc_id"]))
+            if result.cursor is None or result.cursor.cid == 0:
+                return found
+            with self._asking():  # each read of the cursor on its own budget
                 result = search.aggregate(result.cursor)
 
     # -- document state ----------------------------------------------------------------

@@ -261,12 +261,7 @@ class VectorIndex:
         rest from SQLite. (A row's vector never changes: a replaced chunk gets a new id.)"""
         wanted = np.asarray(ids, dtype=np.int64)
         found: dict[int, np.ndarray] = {}
-        with self._lock, self._reader.reading() as db:
-            db.execute("BEGIN")
-            try:
-                self._follow_changes(db)  # a rebuilt index (new ids) is never read from old
-            finally:
-                db.execute("COMMIT")
+        with self._following():  # as a search would: never a matrix of before a rebuild
             matrices = [library.tail for library in self._libraries.values()]
         for matrix in matrices:
             held, rows = matrix.rows_of(wanted)
@@ -311,17 +306,24 @@ class VectorIndex:
     # -- keeping up with other processes -----------------------------------------------
     def _library(self, lib: int) -> _Library:
         """The library as searched now, brought up to date with what is committed."""
+        with self._following() as db:
+            library = self._libraries.get(lib)
+            if library is None:
+                library = self._open_library(db, lib)
+                self._libraries[lib] = library
+            return library
+
+    @contextlib.contextmanager
+    def _following(self) -> Iterator[sqlite3.Connection]:
+        """This process's libraries brought up to date with what is committed, under the
+        lock, and the snapshot they were brought to, for the reads after it."""
         with self._lock, self._reader.reading() as db:
             db.execute("BEGIN")  # one snapshot for the look at the log and the reads after it
             try:
                 self._follow_changes(db)
-                library = self._libraries.get(lib)
-                if library is None:
-                    library = self._open_library(db, lib)
-                    self._libraries[lib] = library
+                yield db
             finally:
                 db.execute("COMMIT")
-            return library
 
     def _follow_changes(self, db: sqlite3.Connection) -> None:
         """Apply what other connections committed since the last look (cheap when nothing)."""
