@@ -66,16 +66,20 @@ queries = np.load({work!r} + "/queries.npy")
 questions = json.loads(Path({work!r} + "/questions.json").read_text())
 store = VectorStore(LocalIndexAdapter(Path({folder!r})))
 scope = ChunkFilters(library_ids=["kb"])
-out = {{"found": [], "semantic_ms": [], "hybrid_ms": []}}
+out = {{"found": [], "semantic_ms": [], "hybrid_ms": [], "hybrid_plain_ms": []}}
 for q in queries:
     t = time.perf_counter()
     hits = store.search("bench", q, 10, scope)
     out["semantic_ms"].append((time.perf_counter() - t) * 1000)
     out["found"].append([h.record.chunk_id for h in hits])
-for q, text in zip(queries, questions):
-    t = time.perf_counter()
-    retrieve(store, "bench", text, q, 5, scope, "hybrid")
-    out["hybrid_ms"].append((time.perf_counter() - t) * 1000)
+from holodeck.retrieval import hybrid
+for q, text in zip(queries, questions):  # with and without keyword feedback, in turn
+    for key, expand in (("hybrid_ms", True), ("hybrid_plain_ms", False)):
+        hybrid.EXPAND = expand
+        t = time.perf_counter()
+        retrieve(store, "bench", text, q, 5, scope, "hybrid")
+        out[key].append((time.perf_counter() - t) * 1000)
+hybrid.EXPAND = True
 out["rss_mb"], out["peak_mb"] = status("VmRSS:"), status("VmHWM:")
 from holodeck.vectorstore.adapters import sqlite_vectors
 out["settings"] = {{}}
@@ -184,6 +188,9 @@ def main() -> None:
             row["holodeck_recall@10"] = round(recall(found, truth), 4)
             row["holodeck_semantic_p50_p95_ms"] = summary(out["semantic_ms"])
             row["holodeck_hybrid_p50_p95_ms"] = summary(out["hybrid_ms"])
+            row["holodeck_hybrid_without_keyword_feedback_p50_p95_ms"] = summary(
+                out["hybrid_plain_ms"]
+            )
             row["holodeck_rss_steady_peak_mb"] = (round(out["rss_mb"]), round(out["peak_mb"]))
             for name, other in out["settings"].items():  # recall@10, semantic p50 / p95
                 hits = [[rows[c] for c in ids] for ids in other["found"]]

@@ -66,12 +66,13 @@ def keyword_weight(dense: Sequence[ChunkHit], best: float, scale: float) -> floa
     """The keyword side's share of a hybrid score for this query (dense: the semantic
     candidates, best first; best: the best BM25; scale: the query terms' summed IDFs)."""
     coverage = min(1.0, best / scale) if scale > 0 else 0.0
-    return KEYWORD_WEIGHT * coverage * _unsure(dense)
+    return KEYWORD_WEIGHT * coverage * unsure(dense)
 
 
-def _unsure(dense: Sequence[ChunkHit]) -> float:
-    """1 when the model's best chunk scores as its tenth, falling to 0 as it leads by a half
-    of its cosine (``CONFIDENCE_SCALE`` 2); 1 with fewer candidates (a tiny library)."""
+def unsure(dense: Sequence[ChunkHit]) -> float:
+    """How unsure the model is of this query: 1 when its best chunk scores as its tenth,
+    falling to 0 as it leads by a half of its cosine (``CONFIDENCE_SCALE`` 2); 1 with fewer
+    candidates (a tiny library)."""
     lead = 0.0
     if len(dense) >= CONFIDENCE_RANK and dense[0].score > 0:
         lead = 1.0 - dense[CONFIDENCE_RANK - 1].score / dense[0].score
@@ -114,7 +115,7 @@ def fuse(
     lifted = np.array([r.chunk_id in first for r in records], dtype=bool)
     ids = np.array([r.chunk_id for r in records], dtype=str)
     score, order = _lift(own, lifted, ids)
-    beta = FEEDBACK_WEIGHT * _unsure(dense) if mode == "hybrid" else 0.0
+    beta = FEEDBACK_WEIGHT * unsure(dense) if mode == "hybrid" else 0.0
     if beta > 0 and len(order) > 1:
         moved = _moved(query, [records[i] for i in order[:FEEDBACK_CHUNKS]], beta)
         fed = np.clip((1 - weight) * _cosines(vectors, moved) + weight * relative, 0.0, 1.0)

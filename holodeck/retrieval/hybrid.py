@@ -1,6 +1,8 @@
 """A query answered as passages: candidates from each side the mode asks for (and the holders
 of a rare identifier the query names), fused, filtered by semantic similarity, neighbouring
-chunks merged. The same for every backend."""
+chunks merged. In hybrid mode a query that names a topic (not a question) also asks the words
+its best fused chunks share, in a second keyword search fused again (``expansion``). The same
+for every backend."""
 
 from __future__ import annotations
 
@@ -9,7 +11,13 @@ from typing import Protocol
 
 import numpy as np
 
-from holodeck.retrieval.fusion import SearchMode, fuse
+from holodeck.retrieval.expansion import (
+    SOURCE_CHUNKS,
+    expansion_words,
+    is_question,
+    rescored,
+)
+from holodeck.retrieval.fusion import UNLISTED_SHARE, SearchMode, fuse, unsure
 from holodeck.retrieval.passages import MAX_CHUNKS, Passage, Scored, merge
 from holodeck.vectorstore.keywords import EXACT_MAX, query_identifiers
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
@@ -20,6 +28,11 @@ from holodeck.vectorstore.store import VectorStore
 #: 0.505, Cranfield 0.582 both, no set lower by more than 0.001; at 100,000 chunks hybrid
 #: p50 +12 %, p95 +5 % on an idle machine: benchmarks/README.md).
 DEPTH = 200
+#: Keyword feedback for a query that names a topic (``expansion``): Vaswani/NPL hybrid
+#: nDCG@10 0.505 -> 0.514, the real folder 0.852 -> 0.855, Cranfield (mostly questions) and
+#: the question sets unchanged within 0.001 (benchmarks/README.md). False: none (benchmarks
+#: compare).
+EXPAND = True
 #: Fused chunks a reranker may reorder.
 RERANK_DEPTH = 20
 #: Runs the semantic side while the calling thread runs the keyword side. (The query is
@@ -101,4 +114,24 @@ def _ranked(
                 exact += holders
     query_vector, semantic = dense.result()
     ranked = fuse(semantic, keyword, query_vector, mode, depth, exact, scale)
+    if mode == "hybrid" and EXPAND and ranked and not is_question(query):
+        best = [s.record for s in ranked[:SOURCE_CHUNKS]]
+        words = expansion_words(query, best, store.keyword_idfs, unsure(semantic))
+        if words:
+            cut = len(keyword) >= depth
+            floor = UNLISTED_SHARE * min(h.score for h in keyword) if cut else 0.0
+            every = [s.record for s in ranked]
+            fed = rescored(keyword, every, words, floor)  # the same candidates, scored again
+            ranked = _head_kept(
+                fuse(semantic, fed, query_vector, mode, depth, exact, scale), ranked[0]
+            )
     return ranked, depth in (len(semantic), len(keyword))
+
+
+def _head_kept(ranked: list[Scored], head: Scored) -> list[Scored]:
+    """``ranked`` with ``head`` first, scored as the best: the first fusion's best chunk is
+    what the feedback's words came from, so it keeps its place (as the model's feedback
+    keeps it)."""
+    rest = [s for s in ranked if s.record.chunk_id != head.record.chunk_id]
+    top = max([head.score, *(s.score for s in rest[:1])])
+    return [Scored(head.record, top, head.similarity), *rest]

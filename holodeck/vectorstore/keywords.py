@@ -18,6 +18,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from stopwords import get_stopwords
@@ -187,6 +188,16 @@ def stems_text(text: str) -> str:
     return " ".join(_stems(_PART.findall(words_text(text))))
 
 
+def stemmed_words(text: str) -> list[str]:
+    """The text's words as Porter stems, in order (``stems_text`` as a list)."""
+    return _stems(_PART.findall(words_text(text)))
+
+
+def word_stems(words: Sequence[str]) -> list[str]:
+    """The Porter stem of each of ``words`` (plain words, no joiners), in step with them."""
+    return list(thread_stemmer("porter").stemWords([_plain(w) for w in words]))
+
+
 def is_compound(term: str) -> bool:
     """Whether a query term is a compound (``max_retries``), not a word part."""
     return _PART.fullmatch(term) is None
@@ -207,11 +218,14 @@ def redis_expression(query: str, field: str) -> str | None:
 
 
 def _stems(words: list[str]) -> list[str]:
-    plain = [
-        "".join(c for c in unicodedata.normalize("NFKD", w.lower()) if not unicodedata.combining(c))
-        for w in words
-    ]
-    return [s for s in thread_stemmer("porter").stemWords(plain) if s]
+    return [s for s in word_stems(words) if s]
+
+
+def _plain(word: str) -> str:
+    """The word lower-case, accents off (as FTS5's ``remove_diacritics`` leaves it)."""
+    return "".join(
+        c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c)
+    )
 
 
 #: One stemmer per thread and language: a snowballstemmer stemmer keeps the word it works on

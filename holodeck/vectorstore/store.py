@@ -222,6 +222,11 @@ class VectorStore:
         sum of their IDFs); 0 for a new index or a query with nothing to ask."""
         return 0.0 if self.adapter.describe() is None else self.adapter.keyword_scale(query)
 
+    def keyword_idfs(self, words: Sequence[str]) -> dict[str, float]:
+        """Each word's IDF in the keyword side's BM25, keyed by ``casefold`` (empty for a new
+        index)."""
+        return {} if self.adapter.describe() is None else self.adapter.keyword_idfs(words)
+
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters | None = None
     ) -> list[ChunkHit]:

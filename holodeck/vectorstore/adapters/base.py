@@ -101,6 +101,11 @@ class IndexAdapter(Protocol):
         best match's BM25 by it to see how much of the query that match covers."""
         ...
 
+    def keyword_idfs(self, words: Sequence[str]) -> dict[str, float]:
+        """Each word's IDF as this backend's BM25 computes it (over the whole index), keyed
+        by ``casefold``: what keyword feedback weighs a candidate word by, asked at once."""
+        ...
+
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
     ) -> list[ChunkHit]:

@@ -374,7 +374,26 @@ class RedisIndexAdapter:
             with self._asking():  # each count on its own budget
                 count = Query(f"@stems:({stem})").paging(0, 0).dialect(2)
                 hits[stem] = search.search(_bounded(count)).total
-        return sum(math.log(1 + (total - hits[s] + 0.5) / (hits[s] + 0.5)) for s in stems)
+        return sum(_bm25std_idf(total, hits[s]) for s in stems)
+
+    def keyword_idfs(self, words: Sequence[str]) -> dict[str, float]:
+        """Each word's IDF as the Query Engine's BM25STD computes it (``keyword_scale``'s
+        formula), its stem's count of chunks asked for all words in one round trip."""
+        index = self._existing()
+        stems = {w.casefold(): found[0] for w in words if (found := redis_stems(w))}
+        if index is None or not stems:
+            return {}
+        unique = sorted(set(stems.values()))
+        search = self._client.ft(self.index_name)
+        with self._guard():
+            total = int(search.info()["num_docs"])
+        with self._asking(), self._client.pipeline(transaction=False) as pipe:
+            for stem in unique:
+                count = Query(f"@stems:({stem})").paging(0, 0).dialect(2)
+                pipe.ft(self.index_name).search(_bounded(count))
+            replies = pipe.execute()
+        hits = {stem: _total(reply) for stem, reply in zip(unique, replies, strict=True)}
+        return {w: _bm25std_idf(total, hits[s]) for w, s in stems.items()}
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
@@ -922,6 +941,21 @@ class RedisIndexAdapter:
 
     def _states_key(self, tenant_id: str, library_id: str) -> str:
         return self._scope_key("docs", tenant_id, library_id)
+
+
+def _total(reply: Any) -> int:
+    """The match count of an FT.SEARCH reply a pipeline hands back unparsed (RESP3: a map
+    with ``total_results``; RESP2: a list led by it) or parsed (``Result``)."""
+    if isinstance(reply, dict):
+        return int({text_of(k): v for k, v in reply.items()}["total_results"])
+    if isinstance(reply, list):
+        return int(reply[0])
+    return int(reply.total)
+
+
+def _bm25std_idf(total: int, holders: int) -> float:
+    """A term's IDF in the Query Engine's BM25STD (``total`` chunks, ``holders`` hold it)."""
+    return math.log(1 + (total - holders + 0.5) / (holders + 0.5))
 
 
 def _bounded(query: _Q) -> _Q:

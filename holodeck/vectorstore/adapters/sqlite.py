@@ -332,6 +332,9 @@ class SqliteIndexAdapter:
     def keyword_scale(self, query: str) -> float:
         return sqlite_fulltext.keyword_scale(self, self._term_counts, self._keywords, query)
 
+    def keyword_idfs(self, words: Sequence[str]) -> dict[str, float]:
+        return sqlite_fulltext.keyword_idfs(self, self._term_counts, self._keywords, words)
+
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
     ) -> list[ChunkHit]:

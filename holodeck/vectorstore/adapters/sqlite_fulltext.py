@@ -22,7 +22,7 @@ import json
 import math
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -411,6 +411,19 @@ def keyword_scale(
         plan = _file_plan(db, keywords, terms)
         total, hits = (plan.total, plan.hits) if plan else counts.of(db, terms)
     return sum((2.0 if is_compound(t) else 1.0) * _idf(total, hits[t.casefold()]) for t in terms)
+
+
+def keyword_idfs(
+    reader: Reader, counts: TermCounts, keywords: KeywordFile | None, words: Sequence[str]
+) -> dict[str, float]:
+    """Each word's IDF as FTS5's ``bm25()`` computes it, keyed by ``casefold``."""
+    terms = list({w.casefold(): w for w in words}.values())
+    if not terms:
+        return {}
+    with reader.reading() as db:
+        plan = _file_plan(db, keywords, terms)
+        total, hits = (plan.total, plan.hits) if plan else counts.of(db, terms)
+    return {t.casefold(): _idf(total, hits[t.casefold()]) for t in terms}
 
 
 def identifier_holders(
