@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from test_hybrid_search import redis_database
+
+from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+from holodeck.vectorstore.store import VectorStore
 
 
 @pytest.fixture(params=["local", "redis"])
@@ -18,3 +25,17 @@ def database(backend: str, request: pytest.FixtureRequest) -> str:
         return ""
     url = request.getfixturevalue("redis_url")
     return redis_database(url, request.getfixturevalue("redis_index_name"))
+
+
+@pytest.fixture
+def empty_store(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> Iterator[VectorStore]:
+    """An empty store of the backend under test (a fresh Redis index), closed afterwards."""
+    if backend == "local":
+        store = VectorStore(LocalIndexAdapter(tmp_path / "index"))
+    else:
+        url = request.getfixturevalue("redis_url")
+        store = VectorStore(RedisIndexAdapter(url, request.getfixturevalue("redis_index_name")))
+    yield store
+    store.adapter.close()

@@ -6,17 +6,13 @@ their BM25."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import numpy as np
 import pytest
+from notes import fill
 
 from holodeck.retrieval.expansion import expansion_words, is_question
 from holodeck.retrieval.hybrid import retrieve
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
-from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
-from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.records import ChunkFilters, ChunkRecord
 from holodeck.vectorstore.store import VectorStore
 
 #: The query's vector: the first axis. Vectors are unit vectors in four dimensions.
@@ -47,27 +43,10 @@ NOTES = {
 }
 
 
-def fill(store: VectorStore) -> None:
-    for doc, (text, vector) in NOTES.items():
-        rec = ChunkRecord(
-            chunk_id=chunk_id_for("t", "kb", doc, 0), tenant_id="t", library_id="kb",
-            book_id=".", doc_id=doc, chunk_index=0, content=text, vector=vector,
-            embedding_model="m", source_path=f"docs/{doc}", mtime=1.0, content_hash=doc,
-            token_count=10,
-        )  # fmt: skip
-        store.write_document("t", "kb", doc, [rec], DocState(doc, 1.0, 1, doc, 1))
-
-
 @pytest.fixture
-def store(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[VectorStore]:
-    if backend == "local":
-        store = VectorStore(LocalIndexAdapter(tmp_path / "index"))
-    else:
-        url = request.getfixturevalue("redis_url")
-        store = VectorStore(RedisIndexAdapter(url, request.getfixturevalue("redis_index_name")))
-    fill(store)
-    yield store
-    store.adapter.close()
+def store(empty_store: VectorStore) -> VectorStore:
+    fill(empty_store, NOTES)
+    return empty_store
 
 
 def ranking(store: VectorStore, query: str) -> list[str]:
