@@ -1,8 +1,8 @@
 """A query answered as passages: candidates from each side the mode asks for (and the holders
 of a rare identifier the query names), fused, filtered by semantic similarity, neighbouring
-chunks merged. In hybrid mode a query that names a topic (not a question) also asks the words
-its best fused chunks share, in a second keyword search fused again (``expansion``). The same
-for every backend."""
+chunks merged. In hybrid mode, for a query that names a topic (not a question), the words its
+best fused chunks share count on the keyword side of its best candidates too, and those are
+fused again (``expansion``). The same for every backend."""
 
 from __future__ import annotations
 
