@@ -20,7 +20,7 @@ from redis_server import RedisServer, free_port  # tests/ is on sys.path (see co
 
 from holodeck.errors import ConfigError, HoloDeckError, IngestError, ValidationError
 from holodeck.vectorstore.adapters import redis as redis_adapter
-from holodeck.vectorstore.adapters import redis_fields
+from holodeck.vectorstore.adapters import redis_fields, redis_queries
 from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
 from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
 from holodeck.vectorstore.errors import StoreError
@@ -767,7 +767,7 @@ def test_a_query_that_runs_out_of_time_is_refused_not_ranked(
     try:
         _crowded(adapter)
         query = "alpha beta gamma delta epsilon zeta theta omega"
-        monkeypatch.setattr(redis_adapter, "QUERY_TIMEOUT_MS", 1)  # a query here takes ~10 ms
+        monkeypatch.setattr(redis_queries, "QUERY_TIMEOUT_MS", 1)  # a query here takes ~10 ms
         for policy in ("return", "fail"):
             redis.Redis.from_url(server.url).execute_command(
                 "FT.CONFIG", "SET", "ON_TIMEOUT", policy

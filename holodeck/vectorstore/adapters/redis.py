@@ -15,24 +15,24 @@ where ``<scope>`` is ``["tenant", "library"]`` in JSON (unambiguous whatever the
 
 Deletes and moves never page with offsets (RediSearch caps them at MAXSEARCHRESULTS, 10,000 on
 some servers): they fetch the first page of what still matches, change it, and ask again until
-nothing matches. Counts come from the query's total, which is not capped.
+nothing matches. Counts come from the query's total, which is not capped. A chunk's HASH
+fields live in ``redis_fields``; how a query is asked and its reply read, in
+``redis_queries``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import redis
-from redis.commands.search.aggregation import AggregateRequest
 from redis.commands.search.query import Query
 from redis.lock import Lock
 from redisvl.exceptions import RedisVLError
@@ -48,6 +48,7 @@ from holodeck.errors import (
     IngestRunning,
 )
 from holodeck.redact import redact, redact_url
+from holodeck.vectorstore.adapters import redis_queries as queries
 from holodeck.vectorstore.adapters.redis_fields import (
     MAX_TAG_BYTES,
     RECORD_FIELDS,
@@ -60,6 +61,15 @@ from holodeck.vectorstore.adapters.redis_fields import (
     tag_filter,
     text_of,
     to_hash,
+)
+from holodeck.vectorstore.adapters.redis_queries import (
+    BoundedAggregate,
+    bm25std_idf,
+    bounded,
+    info_pairs,
+    info_value,
+    match_count,
+    similarity,
 )
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
 from holodeck.vectorstore.keywords import redis_expression, redis_stems
@@ -84,13 +94,6 @@ MAX_KEYWORD_OFFSET = 10_000
 WRITE_BATCH = 500
 #: Keys fetched per search round when deleting, moving or listing a document's chunks.
 PAGE = 1000
-#: The time every query of holodeck's asks the Query Engine for (its ``TIMEOUT``, in ms).
-#: The server's own default (500 ms) with its default policy (``ON_TIMEOUT return``) hands
-#: back what it scored so far as if it were all: a keyword side of the first few hits (a
-#: 200,000-chunk test: 3,099 of 33,196 matches at a 1 ms limit), counts and deletes short.
-#: So a query asks for its own budget, and a reply that took it whole is refused, never
-#: ranked (the server's ``fail`` policy says so itself).
-QUERY_TIMEOUT_MS = 10_000
 #: How long a new index may take to finish the scan of the keyspace FT.CREATE starts.
 SCAN_TIMEOUT_S = 300.0
 #: Every field of holodeck's index and its type, as FT.INFO reports them.
@@ -100,7 +103,6 @@ _SCHEMA_TYPES = {
 _ISOLATION_FIELDS = ("tenant_id", "library_id", "doc_id", "vector")
 _INDEX_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _DISTANCE = VectorQuery.DISTANCE_ID
-_Q = TypeVar("_Q", bound=Query)
 #: Sets library_id only on a chunk that still exists (a plain HSET would recreate a deleted
 #: chunk as a stray one-field hash).
 _MOVE_SCRIPT = """
@@ -247,7 +249,7 @@ class RedisIndexAdapter:
         if index is None:
             return 0
         with self._asking():
-            return int(index.query(_bounded(CountQuery(FilterExpression("*")))))
+            return int(index.query(bounded(CountQuery(FilterExpression("*")))))
 
     # -- chunks ------------------------------------------------------------------------
     def upsert(self, records: Sequence[ChunkRecord]) -> None:
@@ -317,9 +319,9 @@ class RedisIndexAdapter:
         )
         query.return_fields(*RECORD_FIELDS, _DISTANCE, skip_decode=["vector"])
         with self._asking():
-            rows = index.query(_bounded(query))
+            rows = index.query(bounded(query))
         return [
-            ChunkHit(from_hash(row), _similarity(float(row[_DISTANCE]), self._index_metric))
+            ChunkHit(from_hash(row), similarity(float(row[_DISTANCE]), self._index_metric))
             for row in rows
         ]
 
@@ -350,7 +352,7 @@ class RedisIndexAdapter:
                 .dialect(2)
             )
             with self._asking():
-                found = self._client.ft(self.index_name).search(_bounded(request))
+                found = self._client.ft(self.index_name).search(bounded(request))
             for doc in found.docs:
                 record = from_hash(vars(doc))
                 if record.tenant_id == tenant_id and filters.admits(record):
@@ -373,8 +375,8 @@ class RedisIndexAdapter:
         for stem in set(stems):
             with self._asking():  # each count on its own budget
                 count = Query(f"@stems:({stem})").paging(0, 0).dialect(2)
-                hits[stem] = search.search(_bounded(count)).total
-        return sum(_bm25std_idf(total, hits[s]) for s in stems)
+                hits[stem] = search.search(bounded(count)).total
+        return sum(bm25std_idf(total, hits[s]) for s in stems)
 
     def keyword_idfs(self, words: Sequence[str]) -> dict[str, float]:
         """Each word's IDF as the Query Engine's BM25STD computes it (``keyword_scale``'s
@@ -390,10 +392,10 @@ class RedisIndexAdapter:
         with self._asking(), self._client.pipeline(transaction=False) as pipe:
             for stem in unique:
                 count = Query(f"@stems:({stem})").paging(0, 0).dialect(2)
-                pipe.ft(self.index_name).search(_bounded(count))
+                pipe.ft(self.index_name).search(bounded(count))
             replies = pipe.execute()
-        hits = {stem: _total(reply) for stem, reply in zip(unique, replies, strict=True)}
-        return {w: _bm25std_idf(total, hits[s]) for w, s in stems.items()}
+        hits = {stem: match_count(reply) for stem, reply in zip(unique, replies, strict=True)}
+        return {w: bm25std_idf(total, hits[s]) for w, s in stems.items()}
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
@@ -407,7 +409,7 @@ class RedisIndexAdapter:
         query = FilterQuery(scope & (Tag("idents") == value), num_results=limit)
         query.return_fields(*RECORD_FIELDS, skip_decode=["vector"])
         with self._asking():
-            rows = index.query(_bounded(query))
+            rows = index.query(bounded(query))
         return [ChunkHit(from_hash(row), 0.0) for row in rows]
 
     def delete_by_doc(self, tenant_id: str, library_id: str, doc_id: str) -> int:
@@ -459,7 +461,7 @@ class RedisIndexAdapter:
             query = FilterQuery(after, num_results=PAGE, sort_by="chunk_index")
             query.return_fields(*RECORD_FIELDS, skip_decode=["vector"])
             with self._asking():
-                rows = index.query(_bounded(query))
+                rows = index.query(bounded(query))
             found += [from_hash(row) for row in rows]
             if len(rows) < PAGE:
                 return found
@@ -471,7 +473,7 @@ class RedisIndexAdapter:
             return 0
         library = tag_filter("tenant_id", tenant_id) & tag_filter("library_id", library_id)
         with self._asking():
-            return int(index.query(_bounded(CountQuery(library))))
+            return int(index.query(bounded(CountQuery(library))))
 
     def drop_library(self, tenant_id: str, library_id: str) -> int:
         """Remove the library's document states, then its chunks; returns chunks removed."""
@@ -487,7 +489,7 @@ class RedisIndexAdapter:
         if index is None:
             return set()
         library = tag_filter("tenant_id", tenant_id) & tag_filter("library_id", library_id)
-        request = _BoundedAggregate(str(library)).group_by("@doc_id").cursor(count=PAGE)
+        request = BoundedAggregate(str(library)).group_by("@doc_id").cursor(count=PAGE)
         found: set[str] = set()
         search = self._client.ft(self.index_name)
         with self._asking():
@@ -662,9 +664,10 @@ class RedisIndexAdapter:
 
     @contextmanager
     def _asking(self) -> Iterator[None]:
-        """``_guard`` for a query of the Query Engine asked with ``QUERY_TIMEOUT_MS``: one that
-        ran out of it (the server's error, or a reply that took the whole budget: partial
-        under its ``return`` policy) is refused with one error, never used."""
+        """``_guard`` for a query of the Query Engine asked with ``QUERY_TIMEOUT_MS``
+        (``redis_queries``): one that ran out of it (the server's error, or a reply that took
+        the whole budget: partial under its ``return`` policy) is refused with one error,
+        never used."""
         started = time.monotonic()
         try:
             with self._guard():
@@ -673,14 +676,14 @@ class RedisIndexAdapter:
             if "timeout limit" in str(exc).lower():
                 raise self._timed_out() from exc
             raise
-        if (time.monotonic() - started) * 1000 >= QUERY_TIMEOUT_MS:
+        if (time.monotonic() - started) * 1000 >= queries.QUERY_TIMEOUT_MS:
             raise self._timed_out()
 
     def _timed_out(self) -> HoloDeckError:
         return HoloDeckError(
-            f"Redis at {self.url} took {QUERY_TIMEOUT_MS / 1000:g} s or more to answer a query "
-            f"on index {self.index_name}; its answer would be partial, so none is used: run "
-            f"the command again when the server is less busy"
+            f"Redis at {self.url} took {queries.QUERY_TIMEOUT_MS / 1000:g} s or more to answer "
+            f"a query on index {self.index_name}; its answer would be partial, so none is "
+            f"used: run the command again when the server is less busy"
         )
 
     def _lost(self, exc: BaseException) -> Exception:
@@ -715,11 +718,11 @@ class RedisIndexAdapter:
             return  # dropped since it was listed
         definition = info.get("index_definition") or {}
         if not isinstance(definition, dict):
-            definition = _pairs(definition)
-        fields = {text_of(_after(a, "identifier")): a for a in info.get("attributes", [])}
+            definition = info_pairs(definition)
+        fields = {text_of(info_value(a, "identifier")): a for a in info.get("attributes", [])}
         prefixes = [text_of(p).rstrip(":") for p in definition.get("prefixes", [])]
         wanted_prefix = f"{self._prefix}:chunk"
-        field_types = {name: text_of(_after(a, "type")).upper() for name, a in fields.items()}
+        field_types = {name: text_of(info_value(a, "type")).upper() for name, a in fields.items()}
         meta = self._read_meta()
         # With its meta key the index is holodeck's own (perhaps from a release with fewer
         # fields): only what isolation and search need must be there.
@@ -734,7 +737,7 @@ class RedisIndexAdapter:
         elif missing:
             why = f"it lacks holodeck's fields ({', '.join(missing)})"
         if why is None and meta is not None:
-            dims = int(_after(fields["vector"], "dim") or 0)
+            dims = int(info_value(fields["vector"], "dim") or 0)
             if dims != meta[0].dimensions:
                 why = (
                     f"its vectors have {dims} dims but its meta key {self._meta_key} says "
@@ -743,7 +746,7 @@ class RedisIndexAdapter:
         if why is None and meta is None and int(info.get("num_docs", 0) or 0) > 0:
             why = f"it holds {info['num_docs']} documents but no holodeck meta key"
         if why is None and meta is None:  # kept, and replaced by ``create``: say what it was
-            length = text_of(_after(fields["vector"], "dim") or "?")
+            length = text_of(info_value(fields["vector"], "dim") or "?")
             self._leftover = f"{length} dims, no documents, no holodeck meta key {self._meta_key}"
         if why is not None:
             raise ConfigError(
@@ -917,7 +920,7 @@ class RedisIndexAdapter:
         """Keys of the first ``PAGE`` chunks matching ``expr`` (offset 0: never capped)."""
         query = Query(str(expr)).no_content().paging(0, PAGE).dialect(2)
         with self._asking():
-            return [doc.id for doc in index.search(_bounded(query)).docs]
+            return [doc.id for doc in index.search(bounded(query)).docs]
 
     def _delete_matching(self, expr: FilterExpression) -> int:
         """Delete what matches, a page at a time, until nothing does; returns the count."""
@@ -943,35 +946,6 @@ class RedisIndexAdapter:
         return self._scope_key("docs", tenant_id, library_id)
 
 
-def _total(reply: Any) -> int:
-    """The match count of an FT.SEARCH reply a pipeline hands back unparsed (RESP3: a map
-    with ``total_results``; RESP2: a list led by it) or parsed (``Result``)."""
-    if isinstance(reply, dict):
-        return int({text_of(k): v for k, v in reply.items()}["total_results"])
-    if isinstance(reply, list):
-        return int(reply[0])
-    return int(reply.total)
-
-
-def _bm25std_idf(total: int, holders: int) -> float:
-    """A term's IDF in the Query Engine's BM25STD (``total`` chunks, ``holders`` hold it)."""
-    return math.log(1 + (total - holders + 0.5) / (holders + 0.5))
-
-
-def _bounded(query: _Q) -> _Q:
-    """``query`` asking the Query Engine for ``QUERY_TIMEOUT_MS`` (not the server's
-    default)."""
-    query.timeout(QUERY_TIMEOUT_MS)
-    return query
-
-
-class _BoundedAggregate(AggregateRequest):
-    """An FT.AGGREGATE asking for ``QUERY_TIMEOUT_MS`` (redis-py has no option for it)."""
-
-    def build_args(self) -> list[str]:
-        return [*super().build_args(), "TIMEOUT", str(QUERY_TIMEOUT_MS)]
-
-
 def _keep_lock(lock: Lock, stop: threading.Event, library_id: str, ttl: float) -> None:
     """Renew the lock's TTL until ``stop``; a failed renewal is logged (the lock may lapse)."""
     while not stop.wait(ttl / 3):
@@ -994,26 +968,3 @@ def _connection_cause(exc: BaseException) -> BaseException | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
-
-
-def _similarity(distance: float, metric: Metric) -> float:
-    """Cosine similarity of normalised vectors from the backend's distance, in [0, 1].
-
-    COSINE gives 1 - cos, IP gives 1 - dot (= 1 - cos), L2 gives the squared distance
-    (= 2 - 2 cos).
-    """
-    cosine = 1.0 - distance / 2.0 if metric == "L2" else 1.0 - distance
-    return min(1.0, max(0.0, cosine))
-
-
-def _after(attribute: Sequence[Any], key: str) -> Any:
-    """The value after ``key`` in an FT.INFO attribute list (flags break plain pairing)."""
-    for i, item in enumerate(attribute[:-1]):
-        if text_of(item).lower() == key:
-            return attribute[i + 1]
-    return None
-
-
-def _pairs(items: Sequence[Any]) -> dict[str, Any]:
-    """An FT.INFO ``[key, value, key, value...]`` list as a dict with text keys."""
-    return {text_of(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)}
