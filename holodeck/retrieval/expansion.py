@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from holodeck.vectorstore.keywords import STOPWORDS, stemmed_words, word_stems
+from holodeck.vectorstore.keywords import STOPWORDS, stems_text, word_stems
 from holodeck.vectorstore.records import ChunkHit, ChunkRecord
 
 #: Best fused chunks the words come from ...
@@ -79,7 +79,7 @@ def expansion_words(
     wanted = round(MAX_TERMS * unsure)
     if wanted <= 0 or len(best) < MIN_HOLDERS:
         return {}
-    asked = set(stemmed_words(query))
+    asked = set(stems_text(query).split())
     weight: dict[str, float] = {}
     holders: Counter[str] = Counter()
     spelling: dict[str, Counter[str]] = {}

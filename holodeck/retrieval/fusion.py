@@ -79,6 +79,12 @@ def unsure(dense: Sequence[ChunkHit]) -> float:
     return max(0.0, 1.0 - CONFIDENCE_SCALE * lead)
 
 
+def unlisted_score(keyword: Sequence[ChunkHit], depth: int) -> float:
+    """The keyword score of a candidate the keyword list did not hold: ``UNLISTED_SHARE`` of
+    its lowest when the list was cut at ``depth``, else 0 (it held every match)."""
+    return UNLISTED_SHARE * min(h.score for h in keyword) if len(keyword) >= depth else 0.0
+
+
 def fuse(
     dense: Sequence[ChunkHit],
     keyword: Sequence[ChunkHit],
@@ -100,7 +106,7 @@ def fuse(
     """
     bm25 = {h.record.chunk_id: h.score for h in keyword}
     best = max(bm25.values(), default=0.0)
-    floor = UNLISTED_SHARE * min(bm25.values()) if len(bm25) >= depth else 0.0
+    floor = unlisted_score(keyword, depth)
     records = list({h.record.chunk_id: h.record for h in (*dense, *keyword, *exact)}.values())
     vectors = _unit_vectors(records, query.size)
     similarity = _cosines(vectors, query)

@@ -17,7 +17,7 @@ from holodeck.retrieval.expansion import (
     is_question,
     rescored,
 )
-from holodeck.retrieval.fusion import UNLISTED_SHARE, SearchMode, fuse, unsure
+from holodeck.retrieval.fusion import SearchMode, fuse, unlisted_score, unsure
 from holodeck.retrieval.passages import MAX_CHUNKS, Passage, Scored, merge
 from holodeck.vectorstore.keywords import EXACT_MAX, query_identifiers
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
@@ -118,9 +118,8 @@ def _ranked(
         best = [s.record for s in ranked[:SOURCE_CHUNKS]]
         words = expansion_words(query, best, store.keyword_idfs, unsure(semantic))
         if words:
-            cut = len(keyword) >= depth
-            floor = UNLISTED_SHARE * min(h.score for h in keyword) if cut else 0.0
             every = [s.record for s in ranked]
+            floor = unlisted_score(keyword, depth)
             fed = rescored(keyword, every, words, floor)  # the same candidates, scored again
             ranked = _head_kept(
                 fuse(semantic, fed, query_vector, mode, depth, exact, scale), ranked[0]

@@ -188,11 +188,6 @@ def stems_text(text: str) -> str:
     return " ".join(_stems(_PART.findall(words_text(text))))
 
 
-def stemmed_words(text: str) -> list[str]:
-    """The text's words as Porter stems, in order (``stems_text`` as a list)."""
-    return _stems(_PART.findall(words_text(text)))
-
-
 def word_stems(words: Sequence[str]) -> list[str]:
     """The Porter stem of each of ``words`` (plain words, no joiners), in step with them."""
     return list(thread_stemmer("porter").stemWords([_plain(w) for w in words]))

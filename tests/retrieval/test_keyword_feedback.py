@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from notes import fill
+from notes import fill, note
 
 from holodeck.retrieval.expansion import expansion_words, is_question
 from holodeck.retrieval.hybrid import retrieve
-from holodeck.vectorstore.records import ChunkFilters, ChunkRecord
+from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
 
 #: The query's vector: the first axis. Vectors are unit vectors in four dimensions.
@@ -89,14 +89,12 @@ def test_what_counts_as_a_question() -> None:
 
 
 def test_words_come_from_what_the_best_chunks_share_weighed_by_rarity() -> None:
-    best = [ChunkRecord.__new__(ChunkRecord) for _ in range(3)]
     texts = [
         "Wings beating, the kestrel watches voles below",
         "wings and voles: the kestrel hunts at dawn",
         "a kestrel nest on the cliff, voles nearby",
     ]
-    for record, text in zip(best, texts, strict=True):
-        object.__setattr__(record, "content", text)
+    best = [note(f"n{i}.md", text, QUERY_VECTOR) for i, text in enumerate(texts)]
     rarity = {"voles": 3.0, "wings": 1.0}
 
     def idfs(words: list[str]) -> dict[str, float]:

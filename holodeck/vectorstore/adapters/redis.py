@@ -364,38 +364,34 @@ class RedisIndexAdapter:
     def keyword_scale(self, query: str) -> float:
         """The sum of the query stems' IDFs as the Query Engine's BM25STD computes them
         (``log(1 + (N - n + 0.5) / (n + 0.5))`` over the whole index, as its scores are)."""
-        index = self._existing()
         stems = redis_stems(query)
-        if index is None or not stems:
-            return 0.0
-        search = self._client.ft(self.index_name)
-        with self._guard():
-            total = int(search.info()["num_docs"])
-        hits: dict[str, int] = {}
-        for stem in set(stems):
-            with self._asking():  # each count on its own budget
-                count = Query(f"@stems:({stem})").paging(0, 0).dialect(2)
-                hits[stem] = search.search(bounded(count)).total
-        return sum(bm25std_idf(total, hits[s]) for s in stems)
+        idf = self._stem_idfs(stems)
+        return sum(idf[s] for s in stems) if idf else 0.0
 
     def keyword_idfs(self, words: Sequence[str]) -> dict[str, float]:
-        """Each word's IDF as the Query Engine's BM25STD computes it (``keyword_scale``'s
-        formula), its stem's count of chunks asked for all words in one round trip."""
-        index = self._existing()
+        """Each word's IDF as the Query Engine's BM25STD computes it, keyed by ``casefold``."""
         stems = {w.casefold(): found[0] for w in words if (found := redis_stems(w))}
-        if index is None or not stems:
+        idf = self._stem_idfs(list(stems.values()))
+        return {w: idf[s] for w, s in stems.items()} if idf else {}
+
+    def _stem_idfs(self, stems: Sequence[str]) -> dict[str, float]:
+        """Each stem's IDF as BM25STD computes it over the whole index (``log(1 + (N - n +
+        0.5) / (n + 0.5))``), the stems' counts of chunks asked in one pipelined round trip;
+        empty without an index or stems."""
+        unique = sorted(set(stems))
+        if self._existing() is None or not unique:
             return {}
-        unique = sorted(set(stems.values()))
-        search = self._client.ft(self.index_name)
         with self._guard():
-            total = int(search.info()["num_docs"])
+            total = int(self._client.ft(self.index_name).info()["num_docs"])
         with self._asking(), self._client.pipeline(transaction=False) as pipe:
             for stem in unique:
                 count = Query(f"@stems:({stem})").paging(0, 0).dialect(2)
                 pipe.ft(self.index_name).search(bounded(count))
             replies = pipe.execute()
-        hits = {stem: match_count(reply) for stem, reply in zip(unique, replies, strict=True)}
-        return {w: bm25std_idf(total, hits[s]) for w, s in stems.items()}
+        return {
+            stem: bm25std_idf(total, match_count(reply))
+            for stem, reply in zip(unique, replies, strict=True)
+        }
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
