@@ -240,7 +240,7 @@ def latency(
             row: dict[str, object] = {"chunks": size, "top_k": top_k}
             # each question in each mode in turn, so that a busy moment slows them alike
             names = ("semantic", "keyword", "hybrid", "hybrid without feedback")
-            names += ("hybrid without keyword feedback",)
+            names += ("hybrid without keyword feedback", "hybrid without term pairs")
             names += (f"hybrid at {depth} a side",) if depth else ()
             times: dict[str, list[float]] = {name: [] for name in names}
             for question in sample[:1] + sample:
@@ -250,6 +250,7 @@ def latency(
                     if name == "hybrid without feedback":  # the same searches, one step less
                         fusion.FEEDBACK_WEIGHT = 0.0
                     hybrid.EXPAND = name != "hybrid without keyword feedback"
+                    hybrid.PAIRS = name != "hybrid without term pairs"
                     if depth and name.endswith("a side"):
                         hybrid.DEPTH = depth
                     started = time.perf_counter()  # the query's embedding included, as find()

@@ -17,12 +17,11 @@ chunk adds fewer words, or none.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from holodeck.vectorstore.keywords import STOPWORDS, stems_text, word_stems
+from holodeck.vectorstore.keywords import STOPWORDS, stems_text, word_stem
 from holodeck.vectorstore.records import ChunkHit, ChunkRecord
 
 #: Best fused chunks the words come from ...
@@ -49,13 +48,6 @@ RESCORED = 50
 #: FTS5's BM25 constants, for the added words' shares.
 _K1, _B = 1.2, 0.75
 _WORD = re.compile(r"[^\W\d_]{2,}")
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    """A lower-case word's Porter stem, remembered: a search stems a few hundred words, most
-    of them seen before (snowballstemmer takes ~14 us a word)."""
-    return word_stems([word])[0]
 
 
 def is_question(query: str) -> bool:
@@ -85,7 +77,7 @@ def expansion_words(
     spelling: dict[str, Counter[str]] = {}
     for record in best[:SOURCE_CHUNKS]:
         said = [w for w in _WORD.findall(record.content.casefold()) if w not in STOPWORDS]
-        stems = [_stem(w) for w in said]
+        stems = [word_stem(w) for w in said]
         for word, stem in zip(said, stems, strict=True):
             spelling.setdefault(stem, Counter())[word] += 1
         for stem, n in Counter(stems).items():
@@ -109,7 +101,7 @@ def rescored(
     ``WORD_WEIGHT`` of a query term), best first: FTS5's formula over the candidates' own
     words, their mean length standing in for the index's. ``floor``: the keyword score of a
     candidate the keyword list did not hold."""
-    stems = [_stem(w.casefold()) for w in words]
+    stems = [word_stem(w.casefold()) for w in words]
     weights = {s: idf * WORD_WEIGHT for s, idf in zip(stems, words.values(), strict=True) if s}
     if not weights:
         return list(keyword)
@@ -127,7 +119,7 @@ def rescored(
     for hit, length in zip(scored, lengths, strict=False):  # the pool: the first ones
         counts: dict[str, int] = {}
         for word in maybe.findall(hit.record.content):
-            if (stem := _stem(word.casefold())) in weights:
+            if (stem := word_stem(word.casefold())) in weights:
                 counts[stem] = counts.get(stem, 0) + 1
         if counts:
             norm = _K1 * (1 - _B + _B * length / mean)

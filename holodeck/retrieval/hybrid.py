@@ -1,5 +1,6 @@
 """A query answered as passages: candidates from each side the mode asks for (and the holders
-of a rare identifier the query names), fused, filtered by semantic similarity, neighbouring
+of a rare identifier the query names), in hybrid mode the keyword side's bonus for query
+words found together (``term_pairs``), fused, filtered by semantic similarity, neighbouring
 chunks merged. In hybrid mode, for a query that names a topic (not a question), the words its
 best fused chunks share count on the keyword side of its best candidates too, and those are
 fused again (``expansion``). The same for every backend."""
@@ -19,6 +20,7 @@ from holodeck.retrieval.expansion import (
 )
 from holodeck.retrieval.fusion import SearchMode, fuse, unlisted_score, unsure
 from holodeck.retrieval.passages import MAX_CHUNKS, Passage, Scored, merge
+from holodeck.retrieval.term_pairs import paired
 from holodeck.vectorstore.keywords import EXACT_MAX, query_identifiers
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 from holodeck.vectorstore.store import VectorStore
@@ -33,6 +35,9 @@ DEPTH = 200
 #: the question sets unchanged within 0.001 (benchmarks/README.md). False: none (benchmarks
 #: compare).
 EXPAND = True
+#: The keyword side's bonus for query words found together (``term_pairs``). False: none
+#: (benchmarks compare).
+PAIRS = True
 #: Fused chunks a reranker may reorder.
 RERANK_DEPTH = 20
 #: Runs the semantic side while the calling thread runs the keyword side. (The query is
@@ -113,6 +118,8 @@ def _ranked(
             if len(holders) <= EXACT_MAX:  # a rare name, not a common compound
                 exact += holders
     query_vector, semantic = dense.result()
+    if mode == "hybrid" and PAIRS:
+        keyword = paired(query, keyword, store.keyword_idfs)
     ranked = fuse(semantic, keyword, query_vector, mode, depth, exact, scale)
     if mode == "hybrid" and EXPAND and ranked and not is_question(query):
         best = [s.record for s in ranked[:SOURCE_CHUNKS]]

@@ -12,6 +12,7 @@ a sentence are found far more often.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -106,6 +107,12 @@ def query_terms(query: str, max_terms: int = MAX_TERMS) -> list[str]:
     return weighted(terms or _terms(query, frozenset(), max_terms))
 
 
+def said_terms(query: str) -> list[str]:
+    """The query's keyword terms in the order it says them, repeats kept, stop words out (as
+    ``query_terms`` finds them, before weighing)."""
+    return _terms(query, STOPWORDS, MAX_TERMS)
+
+
 def weighted(said: list[str]) -> list[str]:
     """Each distinct term of ``said`` (case aside) as many times as its weight asks: its
     first spelling, ``round(QTF_STEPS x (QTF_K3 + 1) n / (QTF_K3 + n))`` times for a term said
@@ -193,6 +200,13 @@ def word_stems(words: Sequence[str]) -> list[str]:
     return list(thread_stemmer("porter").stemWords([_plain(w) for w in words]))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def word_stem(word: str) -> str:
+    """A lower-case word's Porter stem, remembered: a search's feedback and pairs stem a few
+    hundred words of its candidates, most of them seen before."""
+    return word_stems([word])[0]
+
+
 def is_compound(term: str) -> bool:
     """Whether a query term is a compound (``max_retries``), not a word part."""
     return _PART.fullmatch(term) is None
@@ -223,23 +237,23 @@ def _plain(word: str) -> str:
     )
 
 
-#: One stemmer per thread and language: a snowballstemmer stemmer keeps the word it works on
-#: in itself, so two threads sharing one corrupt each other's words (``holodeck serve``
-#: stemming a pass's chunks for Redis while it stems a search: IndexError, the pass failed).
+#: One stemmer per thread and language: a Snowball stemmer keeps the word it works on (and
+#: PyStemmer its cache) in itself, so two threads sharing one corrupt each other's words
+#: (``holodeck serve`` stemming a pass's chunks for Redis while it stems a search: with the
+#: pure-Python snowballstemmer, IndexError, the pass failed).
 _stemmers = threading.local()
 
 
 def thread_stemmer(language: str) -> Any:
-    """This thread's own snowballstemmer stemmer for ``language`` (``porter``: the Porter
-    stemmer FTS5's ``porter`` tokenizer applies, for a backend that stems differently; the
-    Query Engine indexes each word and its stem and scores both). Loaded on first use: the
-    local index stems inside SQLite, and snowballstemmer loads every language's stemmer
-    when imported."""
+    """This thread's own Snowball stemmer for ``language`` (PyStemmer's, whose objects are
+    not to be shared between threads; ``porter``: the Porter stemmer FTS5's ``porter``
+    tokenizer applies, for a backend that stems differently; the Query Engine indexes each
+    word and its stem and scores both)."""
     stemmer = getattr(_stemmers, language, None)
     if stemmer is None:
-        import snowballstemmer
+        import Stemmer
 
-        stemmer = snowballstemmer.stemmer(language)
+        stemmer = Stemmer.Stemmer(language)
         setattr(_stemmers, language, stemmer)
     return stemmer
 

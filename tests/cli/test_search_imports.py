@@ -46,7 +46,6 @@ NEVER = (
     "mcp",
     "asyncio",
     "rich",
-    "snowballstemmer",
     "faiss",  # a small library is searched exactly
 )
 

@@ -106,7 +106,7 @@ def test_redis_asks_the_stems_of_word_parts_escaped() -> None:
 
 def test_threads_stemming_at_once_each_get_their_own_words() -> None:
     """``holodeck serve`` stems a pass's chunks for Redis while it stems searches: one shared
-    snowballstemmer mixed their words (IndexError, the pass failed). Each thread stems as
+    Snowball stemmer mixed their words (IndexError, the pass failed). Each thread stems as
     one thread alone would, however the threads interleave."""
     texts = [
         " ".join(f"{word}{i}ing reconfigurations" for word in ("survey", "crater", "dust"))

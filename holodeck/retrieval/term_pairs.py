@@ -1,0 +1,80 @@
+"""Query words that stand side by side in the query, found together in a chunk: the keyword
+side's bonus for them (hybrid mode).
+
+BM25 scores each query word on its own, so a chunk that says ``dielectric`` five times and
+nothing else of ``dielectric constant of liquids`` can outrank one about the constant of
+liquids. Here each two words next to each other in the query (stop words out) add, to every
+one of the best keyword hits holding both, ``PAIR_WEIGHT`` x the rarer word's IDF x BM25's
+saturation of how often the chunk holds the pair (the fewer of the two words' counts). It
+is what term-dependence models (Metzler and Croft's sequential dependence, BM25 with term
+proximity) add to BM25, at a chunk's scale: windows of 3 to 1,000 words measured within
+noise of each other (the chunk is the window), so no positions are needed. Neighbours only:
+every two of the query's words (at 0.2) gave NPL 0.527 against 0.533. Hybrid nDCG@10
+(benchmarks/README.md, "sixth pass"): Vaswani/NPL 0.514 -> 0.533, Cranfield 0.582 ->
+0.585, the real folder and three question sets within 0.001, perlfaq 0.840 -> 0.836 (its
+questions' neighbours are common words: ``tell whether a certain element``); hybrid still
+above the better single mode everywhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+
+from holodeck.vectorstore.keywords import said_terms, word_stem
+from holodeck.vectorstore.records import ChunkHit
+
+#: A pair found together weighs this share of its rarer word's IDF (NPL / Cranfield hybrid
+#: nDCG@10: 0.4 0.527 / 0.586, 0.5 0.533 / 0.585, 0.6 0.533 / 0.585).
+PAIR_WEIGHT = 0.5
+#: The best BM25 hits looked at (the rest keep their score): NPL / Cranfield hybrid nDCG@10
+#: 0.528 / 0.584 at 50, 0.533 / 0.585 at 100, 0.530 / 0.585 at 200, and each a regex over
+#: the hit's text (about 2 ms for 100 Cranfield abstracts).
+PAIRED = 100
+#: BM25's k1 for how often a chunk holds the pair (FTS5's).
+_K1 = 1.2
+_PART = re.compile(r"[^\W_]+")
+
+
+def query_pairs(query: str) -> list[tuple[str, str]]:
+    """The stems of each two words next to each other in the query's keyword terms (stop
+    words out, an identifier by its parts, each pair once, a word beside itself no pair)."""
+    stems = [word_stem(t.casefold()) for t in said_terms(query) if _PART.fullmatch(t)]
+    said = [s for s, _ in itertools.groupby(s for s in stems if s)]
+    return list(dict.fromkeys((a, b) for a, b in itertools.pairwise(said) if a != b))
+
+
+def paired(
+    query: str, keyword: Sequence[ChunkHit], idfs: Callable[[Sequence[str]], dict[str, float]]
+) -> list[ChunkHit]:
+    """``keyword`` (BM25 hits) with each hit's pair bonus added, best first (ties by chunk
+    id); as given when the query has no pair. ``idfs``: the store's, by ``casefold``."""
+    pairs = query_pairs(query)
+    if not pairs or not keyword:
+        return list(keyword)
+    words = {t.casefold() for t in said_terms(query) if _PART.fullmatch(t)}
+    idf: dict[str, float] = {}
+    for word, value in idfs(sorted(words)).items():
+        idf[word_stem(word)] = max(idf.get(word_stem(word), 0.0), value)
+    weights = {(a, b): min(idf.get(a, 0.0), idf.get(b, 0.0)) for a, b in pairs}  # the rarer's
+    wanted = {s for pair in pairs for s in pair}
+    # Porter changes only a word's ending, so every word of a stem starts with the stem but
+    # its last letter: a regex finds those words (in C), and only they are stemmed
+    starts = sorted({re.escape(s[: max(1, len(s) - 1)]) for s in wanted}, key=len, reverse=True)
+    maybe = re.compile(r"\b(?:" + "|".join(starts) + r")[^\W_]*")
+    scored = list(keyword[PAIRED:])
+    for hit in keyword[:PAIRED]:
+        counts: dict[str, int] = {}
+        # lower-case first (a case-blind regex is twice as slow); ``_`` joins no words here
+        for word in maybe.findall(hit.record.content.casefold().replace("_", " ")):
+            if (s := word_stem(word)) in wanted:
+                counts[s] = counts.get(s, 0) + 1
+        bonus = 0.0
+        if len(counts) > 1:
+            for (a, b), weight in weights.items():
+                if a in counts and b in counts:
+                    together = min(counts[a], counts[b])
+                    bonus += weight * together * (_K1 + 1) / (together + _K1)
+        scored.append(ChunkHit(hit.record, hit.score + PAIR_WEIGHT * bonus))
+    return sorted(scored, key=lambda h: (-h.score, h.record.chunk_id))
