@@ -213,6 +213,7 @@ def latency(
     from holodeck.retrieval import fusion, hybrid
     from holodeck.retrieval.fusion import SearchMode
     from holodeck.retrieval.hybrid import retrieve
+    from holodeck.tools.vectorstore_tool import settle
     from holodeck.vectorstore.adapters.local import LocalIndexAdapter
     from holodeck.vectorstore.store import VectorStore
 
@@ -235,6 +236,7 @@ def latency(
             recs = records(d, vectors[d * PER_DOC : (d + 1) * PER_DOC], chunk_texts)
             store.write_document("bench", "kb", recs[0].doc_id, recs, state(recs))
         store.flush()  # as an ingest ends: 20,000 chunks and more get the vector index file
+        settle()  # as a tool's start-up ends
         scope = ChunkFilters(library_ids=["kb"])
         for top_k in top_ks:
             row: dict[str, object] = {"chunks": size, "top_k": top_k}

@@ -66,6 +66,8 @@ queries = np.load({work!r} + "/queries.npy")
 questions = json.loads(Path({work!r} + "/questions.json").read_text())
 store = VectorStore(LocalIndexAdapter(Path({folder!r})))
 scope = ChunkFilters(library_ids=["kb"])
+from holodeck.tools.vectorstore_tool import settle
+settle()  # as a tool's start-up ends
 out = {{"found": [], "semantic_ms": [], "hybrid_ms": [], "hybrid_plain_ms": []}}
 for q in queries:
     t = time.perf_counter()

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 from pathlib import Path
@@ -239,6 +240,7 @@ class VectorStoreTool:
             )
             self.summary = None
         self.is_initialized = True
+        settle()
 
     def is_current(self) -> bool:
         """Whether the index already holds the source as it is now (one ``stat`` per file,
@@ -249,6 +251,7 @@ class VectorStoreTool:
             return False
         if is_current(self.store, self.embedder.model_id, self._target(source)):
             self.is_initialized = True
+            settle()
             return True
         return False
 
@@ -402,3 +405,13 @@ def build_tools(project: Project, names: list[str] | None = None) -> list[Vector
     """One tool per ``type: vectorstore`` entry (or just the ``names`` given)."""
     chosen = [project.tool(n) for n in names] if names else project.tools
     return [VectorStoreTool(t, project) for t in chosen]
+
+
+def settle() -> None:
+    """Keep what is loaded by now (modules, the model, the index's handles: all of it lives
+    as long as the process) out of every later garbage collection. A search makes thousands
+    of short-lived records, and each full collection they set off walked all of it: hybrid
+    at top_k 1000 over 10,000 chunks, p95 118-136 -> 89-100 ms (benchmarks/README.md).
+    ``gc.freeze`` costs nothing itself, and a frozen object is still freed when nothing
+    refers to it (only cycles among them stay)."""
+    gc.freeze()
