@@ -5,8 +5,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from holodeck.vectorstore.records import ChunkRecord, DocState, chunk_id_for
+from holodeck.retrieval.fusion import SearchMode
+from holodeck.retrieval.hybrid import retrieve
+from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
 from holodeck.vectorstore.store import VectorStore
+
+#: The query's vector: the first axis. Vectors are unit vectors in four dimensions.
+QUERY_VECTOR = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+
+
+def unit(x: float, y: float, z: float) -> np.ndarray:
+    """The unit vector with these first three coordinates (the fourth makes up the rest)."""
+    return np.array([x, y, z, np.sqrt(max(0.0, 1 - x * x - y * y - z * z))], dtype=np.float32)
+
+
+def answer(
+    store: VectorStore,
+    query: str,
+    k: int,
+    mode: SearchMode = "hybrid",
+    min_similarity: float | None = None,
+) -> list[str]:
+    """The documents of the ``k`` best passages for ``query`` (its vector ``QUERY_VECTOR``)
+    in library ``kb`` of tenant ``t``, best first."""
+    scope = ChunkFilters(library_ids=["kb"])
+    passages, _ = retrieve(store, "t", query, QUERY_VECTOR, k, scope, mode, min_similarity)
+    return [p.best.record.doc_id for p in passages]
 
 
 def note(doc: str, text: str, vector: np.ndarray) -> ChunkRecord:

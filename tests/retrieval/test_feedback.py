@@ -5,23 +5,15 @@ passing, and every result still reports its own cosine with the query (what
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from notes import fill
+from notes import QUERY_VECTOR, answer, fill, unit
 
+from holodeck.retrieval.fusion import SearchMode
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
 
 QUERY = "kestrel hovering"
-#: The query's vector: the first axis. Vectors are unit vectors in four dimensions.
-QUERY_VECTOR = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
-
-
-def unit(x: float, y: float, z: float) -> np.ndarray:
-    return np.array([x, y, z, np.sqrt(max(0.0, 1 - x * x - y * y - z * z))], dtype=np.float32)
-
-
 #: Five notes on the query's subject in its words (cosine 0.80 with the query, leaning to
 #: the second axis: the subject's other words); the answer written without any of the
 #: query's words (cosine 0.55, near the five: 0.94 with each); eight notes that resemble
@@ -46,10 +38,8 @@ def store(empty_store: VectorStore) -> VectorStore:
     return empty_store
 
 
-def ranking(store: VectorStore, mode: str, min_similarity: float | None = None) -> list[str]:
-    scope = ChunkFilters(library_ids=["kb"])
-    passages, _ = retrieve(store, "t", QUERY, QUERY_VECTOR, 14, scope, mode, min_similarity)  # type: ignore[arg-type]
-    return [p.best.record.doc_id for p in passages]
+def ranking(store: VectorStore, mode: SearchMode, min_similarity: float | None = None) -> list[str]:
+    return answer(store, QUERY, 14, mode, min_similarity)
 
 
 @pytest.mark.redis

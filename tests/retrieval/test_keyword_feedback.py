@@ -6,22 +6,11 @@ their BM25."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from notes import fill, note
+from notes import QUERY_VECTOR, answer, fill, note, unit
 
 from holodeck.retrieval.expansion import expansion_words, is_question
-from holodeck.retrieval.hybrid import retrieve
-from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
-
-#: The query's vector: the first axis. Vectors are unit vectors in four dimensions.
-QUERY_VECTOR = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
-
-
-def unit(x: float, y: float, z: float) -> np.ndarray:
-    return np.array([x, y, z, np.sqrt(max(0.0, 1 - x * x - y * y - z * z))], dtype=np.float32)
-
 
 #: Three notes on the subject in the query's words and a few of their own (cosine 0.50,
 #: leaning to the second axis); the answer in those other words only (0.40, on the fourth
@@ -50,9 +39,7 @@ def store(empty_store: VectorStore) -> VectorStore:
 
 
 def ranking(store: VectorStore, query: str) -> list[str]:
-    scope = ChunkFilters(library_ids=["kb"])
-    passages, _ = retrieve(store, "t", query, QUERY_VECTOR, 12, scope, "hybrid")
-    return [p.best.record.doc_id for p in passages]
+    return answer(store, query, 12)
 
 
 @pytest.mark.redis
