@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from holodeck.vectorstore.keywords import STOPWORDS, stems_text, word_stem
+from holodeck.vectorstore.keywords import STOPWORDS, stem_counter, stems_text, word_stem
 from holodeck.vectorstore.records import ChunkHit, ChunkRecord
 
 #: Best fused chunks the words come from ...
@@ -105,10 +105,7 @@ def rescored(
     weights = {s: idf * WORD_WEIGHT for s, idf in zip(stems, words.values(), strict=True) if s}
     if not weights:
         return list(keyword)
-    # Porter changes only a word's ending, so every word of a stem starts with the stem but
-    # its last letter: a regex finds those words (in C), and only they are stemmed
-    starts = sorted({re.escape(s[: max(1, min(4, len(s) - 1))]) for s in weights})
-    maybe = re.compile(r"\b(?:" + "|".join(starts) + r")[^\W\d_]*", re.IGNORECASE)
+    counts_in = stem_counter(weights)
     own = {h.record.chunk_id: h.score for h in keyword}
     every = list({r.chunk_id: r for r in candidates}.values())
     pool = every[:RESCORED]
@@ -117,11 +114,7 @@ def rescored(
     mean = max(1.0, sum(lengths) / len(lengths)) if pool else 1.0
     scored = [ChunkHit(r, own.get(r.chunk_id, floor)) for r in every]
     for hit, length in zip(scored, lengths, strict=False):  # the pool: the first ones
-        counts: dict[str, int] = {}
-        for word in maybe.findall(hit.record.content):
-            if (stem := word_stem(word.casefold())) in weights:
-                counts[stem] = counts.get(stem, 0) + 1
-        if counts:
+        if counts := counts_in(hit.record.content):
             norm = _K1 * (1 - _B + _B * length / mean)
             hit.score += sum(weights[s] * f * (_K1 + 1) / (f + norm) for s, f in counts.items())
     return sorted(scored, key=lambda h: (-h.score, h.record.chunk_id))

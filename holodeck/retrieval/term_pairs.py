@@ -22,7 +22,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 
-from holodeck.vectorstore.keywords import said_terms, word_stem
+from holodeck.vectorstore.keywords import said_terms, stem_counter, word_stem
 from holodeck.vectorstore.records import ChunkHit
 
 #: A pair found together weighs this share of its rarer word's IDF (NPL / Cranfield hybrid
@@ -40,9 +40,7 @@ _PART = re.compile(r"[^\W_]+")
 def query_pairs(query: str) -> list[tuple[str, str]]:
     """The stems of each two words next to each other in the query's keyword terms (stop
     words out, an identifier by its parts, each pair once, a word beside itself no pair)."""
-    stems = [word_stem(t.casefold()) for t in said_terms(query) if _PART.fullmatch(t)]
-    said = [s for s, _ in itertools.groupby(s for s in stems if s)]
-    return list(dict.fromkeys((a, b) for a, b in itertools.pairwise(said) if a != b))
+    return _pairs(_words(query))
 
 
 def paired(
@@ -50,26 +48,18 @@ def paired(
 ) -> list[ChunkHit]:
     """``keyword`` (BM25 hits) with each hit's pair bonus added, best first (ties by chunk
     id); as given when the query has no pair. ``idfs``: the store's, by ``casefold``."""
-    pairs = query_pairs(query)
+    words = _words(query)
+    pairs = _pairs(words)
     if not pairs or not keyword:
         return list(keyword)
-    words = {t.casefold() for t in said_terms(query) if _PART.fullmatch(t)}
     idf: dict[str, float] = {}
-    for word, value in idfs(sorted(words)).items():
+    for word, value in idfs(sorted(set(words))).items():
         idf[word_stem(word)] = max(idf.get(word_stem(word), 0.0), value)
     weights = {(a, b): min(idf.get(a, 0.0), idf.get(b, 0.0)) for a, b in pairs}  # the rarer's
-    wanted = {s for pair in pairs for s in pair}
-    # Porter changes only a word's ending, so every word of a stem starts with the stem but
-    # its last letter: a regex finds those words (in C), and only they are stemmed
-    starts = sorted({re.escape(s[: max(1, len(s) - 1)]) for s in wanted}, key=len, reverse=True)
-    maybe = re.compile(r"\b(?:" + "|".join(starts) + r")[^\W_]*")
+    counts_in = stem_counter({s for pair in pairs for s in pair})
     scored = list(keyword[PAIRED:])
     for hit in keyword[:PAIRED]:
-        counts: dict[str, int] = {}
-        # lower-case first (a case-blind regex is twice as slow); ``_`` joins no words here
-        for word in maybe.findall(hit.record.content.casefold().replace("_", " ")):
-            if (s := word_stem(word)) in wanted:
-                counts[s] = counts.get(s, 0) + 1
+        counts = counts_in(hit.record.content)
         bonus = 0.0
         if len(counts) > 1:
             for (a, b), weight in weights.items():
@@ -78,3 +68,13 @@ def paired(
                     bonus += weight * together * (_K1 + 1) / (together + _K1)
         scored.append(ChunkHit(hit.record, hit.score + PAIR_WEIGHT * bonus))
     return sorted(scored, key=lambda h: (-h.score, h.record.chunk_id))
+
+
+def _words(query: str) -> list[str]:
+    """The query's plain keyword words, lower-case, in its order (identifiers by parts)."""
+    return [t.casefold() for t in said_terms(query) if _PART.fullmatch(t)]
+
+
+def _pairs(words: list[str]) -> list[tuple[str, str]]:
+    said = [s for s, _ in itertools.groupby(s for s in map(word_stem, words) if s)]
+    return list(dict.fromkeys((a, b) for a, b in itertools.pairwise(said) if a != b))

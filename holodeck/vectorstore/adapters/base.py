@@ -103,7 +103,7 @@ class IndexAdapter(Protocol):
 
     def keyword_idfs(self, words: Sequence[str]) -> dict[str, float]:
         """Each word's IDF as this backend's BM25 computes it (over the whole index), keyed
-        by ``casefold``: what keyword feedback weighs a candidate word by, asked at once."""
+        by ``casefold``: what keyword feedback and term pairs weigh a word by, asked at once."""
         ...
 
     def identifier_holders(
