@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -75,9 +76,15 @@ for start in range(0, len(rows), 5000):
 """
 
 
+#: The processes' environment: Python's bytecode caches written as on a user's machine (a
+#: shell with PYTHONDONTWRITEBYTECODE would have every holodeck process compile its modules
+#: again, which the floor, importing few, hardly pays).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(cmd: list[str], cwd: Path) -> float:
     started = time.perf_counter()
-    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=ENV)
     took = time.perf_counter() - started
     if out.returncode or "result" not in out.stdout:
         raise RuntimeError(f"{cmd[:3]} failed: {out.stderr[-2000:]}")
@@ -124,7 +131,7 @@ def main() -> None:
             )
             variants["Chroma script"] = [args.peers, "-c", code]
         tool.close()
-        for cmd in variants.values():  # warm the page cache once
+        for cmd in variants.values():  # warm the page cache (and write the bytecode caches) once
             timed(cmd, root)
         times: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(args.rounds):

@@ -19,7 +19,7 @@ from holodeck.config.loader import load_project
 from holodeck.embeddings.local import LocalOnnxEmbedder
 from holodeck.retrieval.fusion import MODES, SearchMode
 from holodeck.tools.formatting import SearchResult, search_json, tool_results_json
-from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools, clean_query
+from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools, clean_query, settle
 from holodeck.vectorstore.records import ChunkFilters
 
 
@@ -142,6 +142,10 @@ def search(
     for model in models.values():
         model.quick_start = True
     opening = [model.open_in_background() for model in models.values()]
+    # What is loaded by now lives until the process ends: out of the collections the file
+    # check's 10,000 small tuples would set off (its first full one walked all of it: 20-25
+    # ms of a 60 ms check).
+    settle()
     try:
         if no_ingest:
             for tool in tools:
