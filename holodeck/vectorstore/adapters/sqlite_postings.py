@@ -363,7 +363,7 @@ def scores(
     arithmetic (``idf x (f x (k1 + 1)) / (f + norm)``, each step the same IEEE operation),
     so a row scores what FTS5 gives it. In place, each term's rows turned into indexes and
     floats once (a count as a float is exactly the count, times ``k1 + 1`` the same product
-    either way): a few passes of numpy a term, not a dozen (1.6-1.9x faster than looking the
+    either way): a few passes of numpy a term, not a dozen (1.3-1.8x faster than looking the
     counts up in tables, benchmarks/README.md). (Stopping early as MaxScore does was
     measured: at 1,000,000 chunks its looks at the k-th best score cost more than the rows
     it spared.)"""
