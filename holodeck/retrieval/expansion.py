@@ -21,7 +21,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from holodeck.vectorstore.keywords import STOPWORDS, stem_counter, stems_text, word_stem
+from holodeck.vectorstore.keywords import (
+    BM25_B,
+    BM25_K1,
+    STOPWORDS,
+    stem_counter,
+    stems_text,
+    word_stem,
+)
 from holodeck.vectorstore.records import ChunkHit, ChunkRecord
 
 #: Best fused chunks the words come from ...
@@ -45,8 +52,6 @@ WORD_WEIGHT = 2 / 3
 #: The best candidates of the first fusion the added words are counted in (the rest keep
 #: their keyword score: NPL hybrid nDCG@10 0.5136 at 50, 0.5112 at 100, 0.5113 at all).
 RESCORED = 50
-#: FTS5's BM25 constants, for the added words' shares.
-_K1, _B = 1.2, 0.75
 _WORD = re.compile(r"[^\W\d_]{2,}")
 
 
@@ -115,6 +120,6 @@ def rescored(
     scored = [ChunkHit(r, own.get(r.chunk_id, floor)) for r in every]
     for hit, length in zip(scored, lengths, strict=False):  # the pool: the first ones
         if counts := counts_in(hit.record.content):
-            norm = _K1 * (1 - _B + _B * length / mean)
-            hit.score += sum(weights[s] * f * (_K1 + 1) / (f + norm) for s, f in counts.items())
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / mean)
+            hit.score += sum(weights[s] * f * (BM25_K1 + 1) / (f + norm) for s, f in counts.items())
     return sorted(scored, key=lambda h: (-h.score, h.record.chunk_id))

@@ -22,7 +22,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 
-from holodeck.vectorstore.keywords import said_terms, stem_counter, word_stem
+from holodeck.vectorstore.keywords import BM25_K1, said_terms, stem_counter, word_stem
 from holodeck.vectorstore.records import ChunkHit
 
 #: A pair found together weighs this share of its rarer word's IDF (NPL / Cranfield hybrid
@@ -32,8 +32,6 @@ PAIR_WEIGHT = 0.5
 #: 0.528 / 0.584 at 50, 0.533 / 0.585 at 100, 0.530 / 0.585 at 200, and each a regex over
 #: the hit's text (about 2 ms for 100 Cranfield abstracts).
 PAIRED = 100
-#: BM25's k1 for how often a chunk holds the pair (FTS5's).
-_K1 = 1.2
 _PART = re.compile(r"[^\W_]+")
 
 
@@ -54,7 +52,8 @@ def paired(
         return list(keyword)
     idf: dict[str, float] = {}
     for word, value in idfs(sorted(set(words))).items():
-        idf[word_stem(word)] = max(idf.get(word_stem(word), 0.0), value)
+        stem = word_stem(word)
+        idf[stem] = max(idf.get(stem, 0.0), value)
     weights = {(a, b): min(idf.get(a, 0.0), idf.get(b, 0.0)) for a, b in pairs}  # the rarer's
     counts_in = stem_counter({s for pair in pairs for s in pair})
     scored = list(keyword[PAIRED:])
@@ -65,7 +64,7 @@ def paired(
             for (a, b), weight in weights.items():
                 if a in counts and b in counts:
                     together = min(counts[a], counts[b])
-                    bonus += weight * together * (_K1 + 1) / (together + _K1)
+                    bonus += weight * together * (BM25_K1 + 1) / (together + BM25_K1)
         scored.append(ChunkHit(hit.record, hit.score + PAIR_WEIGHT * bonus))
     return sorted(scored, key=lambda h: (-h.score, h.record.chunk_id))
 

@@ -24,6 +24,11 @@ from typing import Any
 
 from stopwords import get_stopwords
 
+#: FTS5's BM25 constants (fts5_aux.c), for every score holodeck computes beside FTS5's own
+#: (the postings file, keyword feedback, term pairs): a term adds less than ``(k1 + 1) x`` its
+#: IDF to a row's score however often the row holds it.
+BM25_K1 = 1.2
+BM25_B = 0.75
 #: Most terms taken from a query (a term it repeats is then asked up to twice as often as
 #: the others, ``weighted``): a pasted 100 KB query stays a cheap query (the dense side
 #: still embeds the query as the model reads it).

@@ -45,6 +45,7 @@ from holodeck.vectorstore.adapters.sqlite_query import (
     scope_libs,
 )
 from holodeck.vectorstore.keywords import (
+    BM25_K1,
     fts5_identifier,
     fts5_phrase,
     is_compound,
@@ -57,9 +58,6 @@ VectorsOf = Callable[[list[int]], dict[int, np.ndarray]]
 
 #: Column weights of ``bm25()``: ``words``, then ``idents`` (a compound counts twice).
 _BM25 = "bm25(chunks_fts, 1.0, 2.0)"
-#: FTS5's BM25 ``k1`` (fts5_aux.c): a term adds less than ``(k1 + 1) x`` its IDF to a row's
-#: score however often the row holds it (the column weights scale its count, not this).
-_K1 = 1.2
 #: Safety margin on that bound against rounding: pruning needs the bound strictly higher.
 _MARGIN = 1e-9
 #: The first pass scores the rarest terms' rows until they hold this many times ``k`` (a
@@ -160,7 +158,8 @@ def keyword_search(
     if plan is not None:
         found = _from_file(reader, plan, ranked, phrases, (libs, where, args, joined), last, k)
     else:
-        bounds = [(_K1 + 1) * _idf(total, hits[t.casefold()]) for t in ranked]
+        # a term adds less than (k1 + 1) x its IDF (the column weights scale its count, not this)
+        bounds = [(BM25_K1 + 1) * _idf(total, hits[t.casefold()]) for t in ranked]
         ranking = _Ranking(reader, libs, where, args, first, last, k, joined)
         essential = len(phrases)
         if prune and total >= PRUNE_MIN_ROWS:

@@ -45,6 +45,7 @@ from holodeck.vectorstore.adapters.sqlite_vectors import (
     remove_strays,
     save_whole,
 )
+from holodeck.vectorstore.keywords import BM25_B, BM25_K1
 
 log = logging.getLogger("holodeck.vectorstore")
 
@@ -60,9 +61,6 @@ _MAGIC = b"HOLODECK-POSTINGS-1\n"
 _ALIGN = 64
 #: Term occurrences read from FTS5 per step while a file is built (memory stays bounded).
 _BUILD_OCCURRENCES = 2_000_000
-#: FTS5's BM25 constants (fts5_aux.c).
-K1 = 1.2
-B = 0.75
 
 #: Query terms whose place in the file is kept (a term is looked up once per file).
 _TERMS_KEPT = 65_536
@@ -152,7 +150,7 @@ class View:
         kept = self._norms
         if kept is None or kept[0] != avgdl:
             lengths = self.file.lengths.astype(np.float64)
-            kept = (avgdl, K1 * (1 - B + B * lengths / avgdl))
+            kept = (avgdl, BM25_K1 * (1 - BM25_B + BM25_B * lengths / avgdl))
             self._norms = kept
         return kept[1]
 
@@ -376,7 +374,7 @@ def scores(
         counts = freqs.astype(np.float64)
         share = norms.take(rows)
         share += counts  # f + norm
-        counts *= K1 + 1.0
+        counts *= BM25_K1 + 1.0
         np.divide(counts, share, out=share)  # f x (k1 + 1) / (f + norm)
         share *= weight
         np.add.at(total, rows, share)  # each row once
