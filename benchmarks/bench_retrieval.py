@@ -35,13 +35,19 @@ EVAL = Path(
     or next((p / "shared" / "eval" for p in HERE.parents if (p / "shared" / "eval").is_dir()), ".")
 )
 TOP = 100
-#: Sets made here (``build_faq_sets.py``; the real-folder set) beside the shared ones.
+#: Sets built here from Debian's packages (``build_faq_sets.py``) beside the shared ones ...
 SETS = HERE / "results" / "sets"
+#: ... and the sets labelled by reading, kept in the repository.
+KEPT = HERE / "data" / "sets"
 
 
 def set_dir(name: str) -> Path:
-    """Where a labelled set is: ``shared/eval/NAME``, else ``benchmarks/results/sets/NAME``."""
-    return EVAL / name if (EVAL / name).is_dir() else SETS / name
+    """Where a labelled set is: ``shared/eval/NAME``, ``benchmarks/data/sets/NAME`` or
+    ``benchmarks/results/sets/NAME``."""
+    for folder in (EVAL, KEPT):
+        if (folder / name).is_dir():
+            return folder / name
+    return SETS / name
 
 
 def load(data: Path) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
