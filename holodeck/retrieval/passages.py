@@ -8,6 +8,7 @@ Merging them keeps ``top_k`` results ``top_k`` different passages, each with its
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -131,6 +132,42 @@ def merge(ranked: Iterable[Scored], k: int) -> list[Passage]:
         passages[home].add(chunk)
         holder[place] = home
     return sorted(passages.values(), key=lambda p: -p.score)
+
+
+def spread(passages: list[Passage], k: int, share: float) -> list[Passage]:
+    """The first ``k`` of ``passages`` (best first) when each ranks as its score less
+    ``share`` x the best score per passage of its document ranked above it, so results
+    cover the question rather than one file: a file keeps several places only when its
+    passages really score above the others'. Each document's first passage keeps its order
+    among the other firsts; a demoted passage's score becomes the one it ranks by, so scores
+    still never increase down the list."""
+    if not passages or share <= 0:
+        return passages[:k]
+    step = share * passages[0].score
+    shown: dict[tuple[str, str], int] = {}
+    # (-rank score, position, demotions it was scored with); a popped entry scored with
+    # fewer demotions than its document has now goes back in with the new score
+    heap = [(-p.score, i, 0) for i, p in enumerate(passages)]
+    out: list[Passage] = []
+    while heap and len(out) < k:
+        negative, i, seen = heapq.heappop(heap)
+        passage = passages[i]
+        now = shown.get(_doc(passage), 0)
+        if now != seen:
+            heapq.heappush(heap, (-(passage.score - step * now), i, now))
+            continue
+        if now:
+            lowered = max(0.0, -negative)
+            for chunk in passage.chunks:
+                chunk.score = min(chunk.score, lowered)
+        shown[_doc(passage)] = now + 1
+        out.append(passage)
+    return out
+
+
+def _doc(passage: Passage) -> tuple[str, str]:
+    record = passage.chunks[0].record
+    return record.library_id, record.doc_id
 
 
 def _place(chunk: Scored) -> tuple[str, str, int]:

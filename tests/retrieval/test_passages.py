@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from holodeck.retrieval.passages import MAX_CHUNKS, Scored, merge, merge_locations
+from holodeck.retrieval.passages import MAX_CHUNKS, Scored, merge, merge_locations, spread
 from holodeck.vectorstore.records import ChunkRecord
 
 
@@ -154,3 +154,35 @@ def test_a_large_top_k_of_neighbouring_chunks_still_fills_up() -> None:
     passages, _ = retrieve(store, "t", "part", query, 40, scope, mode="semantic")
     assert len(passages) == 30  # 120 candidates (40 x 3), four chunks per passage
     assert [(p.first, p.last) for p in passages[:2]] == [(0, 2), (4, 6)]
+
+
+def _far_apart(doc: str, scores: list[float]) -> list[Scored]:
+    """One chunk per score, far enough apart in ``doc`` never to merge."""
+    return [chunk(doc, 10 * i, f"{doc} {i}", score) for i, score in enumerate(scores)]
+
+
+def test_one_file_does_not_take_every_place_when_others_score_near_it() -> None:
+    ranked = _far_apart("manual.pdf", [0.80, 0.79, 0.78, 0.77, 0.76])
+    ranked += [chunk("faq.md", 0, "the answer", 0.74), chunk("guide.md", 0, "also", 0.73)]
+    top = spread(merge(sorted(ranked, key=lambda c: -c.score), k=10), 5, share=0.07)
+    docs = [p.best.record.doc_id for p in top]
+    assert docs[0] == "manual.pdf"  # the best passage keeps its place
+    assert {"faq.md", "guide.md"} <= set(docs)  # the near ones from other files come in
+    scores = [p.score for p in top]
+    assert scores == sorted(scores, reverse=True)  # still never increasing
+
+
+def test_a_file_that_really_holds_the_best_answers_keeps_them() -> None:
+    ranked = _far_apart("manual.pdf", [0.90, 0.88, 0.86, 0.84, 0.82])
+    ranked += [chunk("faq.md", 0, "far below", 0.40)]
+    top = spread(merge(sorted(ranked, key=lambda c: -c.score), k=10), 5, share=0.07)
+    assert [p.best.record.doc_id for p in top] == ["manual.pdf"] * 5
+
+
+def test_each_files_first_passage_keeps_its_order_among_the_others() -> None:
+    ranked = _far_apart("a.md", [0.9, 0.89, 0.88])
+    ranked += [chunk(d, 0, d, s) for d, s in (("b.md", 0.7), ("c.md", 0.6), ("d.md", 0.5))]
+    top = spread(merge(sorted(ranked, key=lambda c: -c.score), k=10), 10, share=0.07)
+    firsts = list(dict.fromkeys(p.best.record.doc_id for p in top))
+    assert firsts == ["a.md", "b.md", "c.md", "d.md"]
+    assert len(top) == 6  # nothing lost, only moved
