@@ -189,6 +189,15 @@ def project_for(name: str, redis_url: str | None) -> VectorStoreTool:
         )
     if not (root / "docs").exists():
         make_project({f"{did}.txt": text for did, text in corpus.items()}, root=root)
+    else:  # the set changed since: its files follow, and the ingest below re-embeds them
+        wanted = {f"{did}.txt": text for did, text in corpus.items()}
+        for path in (root / "docs").glob("*.txt"):
+            if path.name not in wanted:
+                path.unlink()
+        for name, text in wanted.items():
+            path = root / "docs" / name
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
     agent = (root / "agent.yaml").read_text().split("    database:")[0]
     (root / "agent.yaml").write_text(agent + extra)  # this run's server
     tool = reload_tool(root)
