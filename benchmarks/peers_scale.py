@@ -156,3 +156,72 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def build_lance_hybrid(work: Path) -> None:
+    """LanceDB's table and vector index as ``build_lance`` makes them, then its full-text
+    index on the text column (LanceDB's native one, not tantivy), for
+    ``bench_hybrid_peers.py``: prints each part's seconds and the versions as one JSON line."""
+    import lancedb
+    import pyarrow as pa
+
+    vectors = np.load(work / "vectors.npy")
+    texts = json.loads((work / "texts.json").read_text())
+    vector_s = build_lance(work, vectors, texts)
+    del vectors, texts
+    table = lancedb.connect(str(work / "lance")).open_table("bench")
+    started = time.perf_counter()
+    table.create_fts_index("text", use_tantivy=False)
+    fts_s = time.perf_counter() - started
+    print(
+        json.dumps(
+            {
+                "lancedb_vector_build_s": round(vector_s, 1),
+                "lancedb_fts_build_s": round(fts_s, 1),
+                "lancedb_indices": [str(i) for i in table.list_indices()],
+                "lancedb_disk_mb": disk_mb(work / "lance"),
+                "lancedb": lancedb.__version__,
+                "pyarrow": pa.__version__,
+            }
+        ),
+        flush=True,
+    )
+
+
+def serve_lance(work: Path) -> None:
+    """Answers ``bench_hybrid_peers.py``'s queries one at a time from stdin (``hybrid I`` or
+    ``semantic I``, one a line), printing each one's milliseconds and ids, so its process can
+    take turns with holodeck's. Hybrid: the question's text and vector, k = 5, LanceDB's
+    default reranker; semantic: the vector, k = 10, as ``search`` asks."""
+    import lancedb
+
+    queries = np.load(work / "queries.npy")
+    questions = json.loads((work / "questions.json").read_text())
+    table = lancedb.connect(str(work / "lance")).open_table("bench")
+    print(json.dumps({"ready": True}), flush=True)
+    reranker = ""
+    for line in sys.stdin:
+        kind, index = line.split()
+        q, text = queries[int(index)], questions[int(index)]
+        started = time.perf_counter()
+        if kind == "hybrid":
+            query = (
+                table.search(query_type="hybrid")
+                .vector(q)
+                .text(text)
+                .metric("cosine")
+                .limit(5)
+                .select(["id", "text"])
+            )
+            got = query.to_list()
+        else:
+            got = table.search(q).metric("cosine").limit(10).select(["id", "text"]).to_list()
+        ms = (time.perf_counter() - started) * 1000
+        if kind == "hybrid" and not reranker:
+            chosen = query._reranker  # the one LanceDB chose: none was given
+            reranker = f"{type(chosen).__name__}{vars(chosen)}"
+        print(json.dumps({"ms": ms, "ids": [int(r["id"]) for r in got]}), flush=True)
+    print(
+        json.dumps({"reranker": reranker, "rss": status("VmRSS:"), "peak": status("VmHWM:")}),
+        flush=True,
+    )
