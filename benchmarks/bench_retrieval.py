@@ -144,7 +144,7 @@ def realdocs(
     pages, slides or sheet (an answer given as a heading, in a format without lines, at its
     file: results carry no heading path); nDCG@10, R@10 and MRR@10 over the tool's top 10."""
     import yaml
-    from bench_realdocs import FOLDER, QUESTIONS, location_hit
+    from bench_realdocs import FOLDER, QUESTIONS
     from bench_realdocs import project as realdocs_project
 
     questions = yaml.safe_load(QUESTIONS.read_text())
@@ -155,26 +155,38 @@ def realdocs(
         totals: dict[str, float] = defaultdict(float)
         for q in questions:
             results, _ = tool.find(q["question"], top_k=10, mode=mode)  # type: ignore[arg-type]
-            found: set[int] = set()
-            gains = []
-            for r in results[:10]:
-                hits = {
-                    i
-                    for i, a in enumerate(q["answers"])
-                    if i not in found
-                    and r.doc_id == a["file"]
-                    and ("section" in a or location_hit(a, vars(r)))
-                }
-                gains.append(1 if hits else 0)
-                found |= hits
-            ideal = sum(1 / math.log2(i + 2) for i in range(min(len(q["answers"]), 10)))
-            first = next((i for i, g in enumerate(gains) if g), None)
-            totals["nDCG@10"] += sum(g / math.log2(i + 2) for i, g in enumerate(gains)) / ideal
-            totals["R@10"] += len(found) / len(q["answers"])
-            totals["MRR@10"] += 0.0 if first is None else 1.0 / (first + 1)
+            for key, value in place_metrics(q, results).items():
+                totals[key] += value
         rows[mode] = {key: round(value / len(questions), 3) for key, value in totals.items()}
     tool.close()
     return rows
+
+
+def place_metrics(question: dict, results: list) -> dict[str, float]:
+    """nDCG@10, R@10 and MRR@10 of a real-folder question's top 10 by place: a result counts
+    when it is the first to point at one of the answers' lines, pages, slides or sheet."""
+    from bench_realdocs import location_hit
+
+    answers = question["answers"]
+    found: set[int] = set()
+    gains = []
+    for r in results[:10]:
+        hits = {
+            i
+            for i, a in enumerate(answers)
+            if i not in found
+            and r.doc_id == a["file"]
+            and ("section" in a or location_hit(a, vars(r)))
+        }
+        gains.append(1 if hits else 0)
+        found |= hits
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(answers), 10)))
+    first = next((i for i, g in enumerate(gains) if g), None)
+    return {
+        "nDCG@10": sum(g / math.log2(i + 2) for i, g in enumerate(gains)) / ideal,
+        "R@10": len(found) / len(answers),
+        "MRR@10": 0.0 if first is None else 1.0 / (first + 1),
+    }
 
 
 def project_for(name: str, redis_url: str | None) -> VectorStoreTool:

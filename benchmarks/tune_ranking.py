@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import sys
 import zlib
 from collections import defaultdict
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 from _common import reload_tool
-from bench_retrieval import documents, load, metrics, project_for, set_dir
+from bench_retrieval import documents, load, metrics, place_metrics, project_for, set_dir
 
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
@@ -145,7 +144,7 @@ def labelled_set(name: str) -> tuple[VectorStoreTool, list[tuple[str, str, Score
 def realdocs_set() -> tuple[VectorStoreTool, list[tuple[str, str, Scorer]]]:
     """The real folder's questions, scored by place at top_k 10 (as bench_retrieval.py)."""
     import yaml
-    from bench_realdocs import FOLDER, QUESTIONS, location_hit
+    from bench_realdocs import FOLDER, QUESTIONS
     from bench_realdocs import project as realdocs_project
 
     questions = yaml.safe_load(QUESTIONS.read_text())
@@ -157,26 +156,11 @@ def realdocs_set() -> tuple[VectorStoreTool, list[tuple[str, str, Scorer]]]:
 
         def scorer(mode: str, q: dict = q) -> dict[str, float]:
             results, _ = tool.find(q["question"], top_k=10, mode=mode)  # type: ignore[arg-type]
-            found: set[int] = set()
-            gains = []
-            for r in results[:10]:
-                hits = {
-                    i
-                    for i, a in enumerate(q["answers"])
-                    if i not in found
-                    and r.doc_id == a["file"]
-                    and ("section" in a or location_hit(a, vars(r)))
-                }
-                gains.append(1 if hits else 0)
-                found |= hits
-            ideal = sum(1 / math.log2(i + 2) for i in range(min(len(q["answers"]), 10)))
-            first = next((i for i, g in enumerate(gains) if g), None)
+            out = place_metrics(q, results)
             files = {a["file"] for a in q["answers"]}
             top5 = [r.doc_id for r in results[:5]]
             return {
-                "nDCG@10": sum(g / math.log2(i + 2) for i, g in enumerate(gains)) / ideal,
-                "R@10": len(found) / len(q["answers"]),
-                "MRR@10": 0.0 if first is None else 1.0 / (first + 1),
+                **out,
                 "file@1": float(bool(results) and results[0].doc_id in files),
                 "file@5": float(any(d in files for d in top5)),
                 "one file@5": float(len(top5) == 5 and len(set(top5)) == 1),

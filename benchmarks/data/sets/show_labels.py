@@ -1,7 +1,9 @@
-"""Print every question of the debian_prose_qa set with the text of its labelled units.
+"""Print every question of a set labelled by reading with the text of its labelled units.
 
 Used to read the labels once through by eye; it also fails loudly when a qrel names a unit
 or query that does not exist, or a query has no score-2 unit.
+
+    python benchmarks/data/sets/show_labels.py py_prose_qa
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ def load_jsonl(path: Path) -> dict[str, dict[str, str]]:
         return {r["_id"]: r for r in map(json.loads, f)}
 
 
-def main() -> int:
-    """Print the labels; return 1 if any label is broken."""
-    corpus = load_jsonl(HERE / "corpus.jsonl")
-    queries = load_jsonl(HERE / "queries.jsonl")
+def main(name: str) -> int:
+    """Print the labels of set ``name``; return 1 if any label is broken."""
+    folder = HERE / name
+    corpus = load_jsonl(folder / "corpus.jsonl")
+    queries = load_jsonl(folder / "queries.jsonl")
     rels: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    with (HERE / "qrels" / "test.tsv").open(encoding="utf-8") as f:
+    with (folder / "qrels" / "test.tsv").open(encoding="utf-8") as f:
         for row in csv.DictReader(f, delimiter="\t"):
             rels[row["query-id"]].append((int(row["score"]), row["corpus-id"]))
     errors = 0
@@ -50,4 +53,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1]))
