@@ -87,7 +87,8 @@ from holodeck.vectorstore.adapters import sqlite_vectors
 out["settings"] = {{}}
 for probes, candidates in {settings!r}:  # lists read and candidates re-scored
     sqlite_vectors.probes_for = lambda lists, probes=probes: probes
-    sqlite_vectors.MIN_CANDIDATES = candidates
+    sqlite_vectors.MIN_PROBES = 1
+    sqlite_vectors.CANDIDATES = candidates
     found, ms = [], []
     for q in queries:
         t = time.perf_counter()

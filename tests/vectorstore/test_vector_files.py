@@ -22,7 +22,7 @@ import pytest
 from rankings import assert_same_ranking
 from test_local_index import DIMS, unit, write
 
-from holodeck.vectorstore.adapters import sqlite_vectors
+from holodeck.vectorstore.adapters import sqlite_codes, sqlite_vectors
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
 from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
@@ -35,7 +35,7 @@ from holodeck.vectorstore.store import VectorStore
 #: lists read and candidates re-scored is measured in benchmarks/.
 SMALL = {
     "ANN_MIN_ROWS": 60, "PATCH_MIN_ROWS": 20, "ROWS_PER_LIST": 16, "PROBE_FACTOR": 64,
-    "MIN_CANDIDATES": 1000,
+    "CANDIDATES": 1000, "RESCORED": 1000,
 }  # fmt: skip
 QUERIES = [unit(1000 + i) for i in range(40)]
 
@@ -66,7 +66,13 @@ class Pair:
             store.remove_document("t", "kb", f"b{doc % 3}/d{doc}.md")
 
     def files(self) -> list[str]:
-        return sorted(p.name for p in self.folder.iterdir() if "vectors-" in p.name)
+        """The vector index files (each checked to have its code file beside it, and no
+        code file without its index file)."""
+        names = {p.name for p in self.folder.iterdir() if "vectors-" in p.name}
+        codes = {n for n in names if n.endswith(sqlite_codes.SUFFIX)}
+        index_files = sorted(names - codes)
+        assert codes == {n + sqlite_codes.SUFFIX for n in index_files if n.endswith(".ivf")}
+        return index_files
 
 
 def answers(store: VectorStore, k: int = 10, **scope: list[str]) -> list[list[tuple[str, float]]]:
@@ -192,12 +198,15 @@ def test_a_rebuilt_index_forgets_its_file(pair: Pair) -> None:
     assert pair.files() == []
 
 
+@pytest.mark.parametrize("which", ["index", "codes"])
 @pytest.mark.parametrize("damage", ["truncated", "deleted", "another library's"])
 def test_a_damaged_file_is_never_trusted_and_the_next_ingest_rebuilds_it(
-    pair: Pair, damage: str, caplog: pytest.LogCaptureFixture
+    pair: Pair, damage: str, which: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     (name,) = pair.files()
     path = pair.folder / name
+    if which == "codes":
+        path = sqlite_codes.path_of(path)
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[:300])
     elif damage == "deleted":
@@ -207,7 +216,9 @@ def test_a_damaged_file_is_never_trusted_and_the_next_ingest_rebuilds_it(
         for doc in range(20):
             smaller.write(doc)
         smaller.local.flush()
-        path.write_bytes((smaller.folder / smaller.files()[0]).read_bytes())
+        other = smaller.folder / smaller.files()[0]
+        other = sqlite_codes.path_of(other) if which == "codes" else other
+        path.write_bytes(other.read_bytes())
     with caplog.at_level(logging.WARNING, logger="holodeck"):
         reader = VectorStore(LocalIndexAdapter(pair.folder))
         assert_alike(answers(reader), answers(pair.exact))  # exact search, never a wrong answer

@@ -4,11 +4,13 @@ SQLite holds every vector (float32 BLOBs in ``vectors``) and is the truth. A sma
 searched exactly: its vectors are read once per process into one matrix and scanned with
 numpy. A library of ``ANN_MIN_ROWS`` chunks or more also gets an approximate index file beside
 the database (``vectors-<lib>-<id>.ivf``: faiss's inverted file of 4-bit fast-scan codes, 48
-bytes a 384-dim vector, read whole by a process that searches the library); a search scans
-only the lists nearest the query, and its best candidates are re-scored exactly with their
-float32 vectors from SQLite. An inverted file, not a graph: its recall is set when searching
-(how many lists are read), and at 1,000,000 chunks it reached 0.99 of the exact top 10 for a
-fifth of the build an HNSW graph took to reach 0.93 (benchmarks/README.md).
+bytes a 384-dim vector, read whole by a process that searches the library) and its 8-bit
+codes (``sqlite_codes``, memory-mapped); a search scans the lists nearest the query by the
+4-bit codes, ranks their best candidates by the 8-bit codes (the 4-bit ones are too coarse
+to rank them) and re-scores the best few exactly with their float32 vectors from SQLite. A
+filter leaving few rows ranks those rows by their 8-bit codes directly. An inverted file, not
+a graph: its recall is set when searching (how many lists are read and candidates ranked),
+and it builds in a fraction of an HNSW graph's time (benchmarks/README.md).
 
 The file is a cache kept in step with the chunk table, never ahead of it: an ingest commits
 its chunks first; its last step (``upkeep``, under the index's lock) writes a new file under a
@@ -17,9 +19,9 @@ new name, then records the file and the point of the ``changes`` log it covers i
 either the old file recorded or the new one, and stray files are removed by the next upkeep.
 Whatever the file lacks (rows committed after it, rows deleted or moved since) a search
 takes from SQLite exactly: the file's results minus the rows changed since, plus an exact
-scan of the rows added since. A file that is missing, unreadable or holds another count than
-recorded is never trusted: searches go exact and say so, and the next upkeep rebuilds it
-with a progress bar.
+scan of the rows added since. A file or its codes missing, unreadable or holding another
+count than recorded is never trusted: searches go exact and say so, and the next upkeep
+rebuilds both with a progress bar.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from holodeck.vectorstore.adapters import sqlite_query
+from holodeck.vectorstore.adapters import sqlite_codes, sqlite_query
 from holodeck.vectorstore.adapters.sqlite_query import (
     Reader,
     allowed_ids,
@@ -87,9 +89,12 @@ PROBE_FACTOR = 16
 #: A file whose library has grown or shrunk so far that the right number of lists is this
 #: many times the file's (or a fraction as small) is rebuilt instead of patched.
 RELIST_FACTOR = 4
-#: Candidates the file is asked for, as a multiple of ``k``, to re-score exactly.
-OVERFETCH = 2
-MIN_CANDIDATES = 40
+#: A search reads at least this many lists (every list of a file of up to 1,024).
+MIN_PROBES = 1024
+#: Candidates taken from the lists by their 4-bit codes and ranked by their 8-bit codes
+#: (``sqlite_codes``); the best RESCORED of those (at least ``k``) are re-scored exactly.
+CANDIDATES = 3000
+RESCORED = 40
 #: Vectors added to a file per call while it is built (progress moves after each).
 BUILD_ROWS = 16384
 FILE_PREFIX = "vectors-"
@@ -141,6 +146,7 @@ class _Base:
 
     row: _FileRow
     view: Any  # faiss.IndexIVFPQFastScan, read from the file
+    codes: sqlite_codes.Codes  # the file's 8-bit codes, memory-mapped
 
 
 @dataclass
@@ -229,31 +235,30 @@ class VectorIndex:
     def _search_base(
         self, library: _Library, query: np.ndarray, k: int, allowed: np.ndarray | None
     ) -> _Matrix:
-        """Candidates from the file (filtered inside it), less the rows changed since,
-        re-read exactly from SQLite. Reads more lists, or asks for more candidates, until
-        ``k`` are left; scans the allowed rows exactly when they are few."""
+        """The file's best ``k`` in scope, less the rows changed since, with their exact
+        float32 vectors from SQLite: candidates from the lists nearest the query by their
+        4-bit codes (or every allowed row, when a filter leaves few), ranked by their 8-bit
+        codes, the best few re-scored exactly."""
         base = library.base
         assert base is not None
+        codes = base.codes
         if allowed is not None and allowed.size <= ANN_MIN_ROWS:
-            # the allowed rows the file holds unchanged (the tail has the others)
-            keep = allowed[~np.isin(allowed, library.gone) & ~np.isin(allowed, library.tail.ids)]
-            return _best_of(self._read_vectors(keep), query, k, None, self._similarities)
-        wanted = max(k * OVERFETCH, MIN_CANDIDATES)
-        lists = int(base.view.nlist)
-        probes = min(lists, probes_for(lists))
-        chosen = _selector(allowed)
-        while True:
-            keys = _probe(base.view, query, wanted, probes, chosen)
-            keep = ~np.isin(keys, library.gone)
-            if keep.sum() >= k:
-                break
-            if keys.size < wanted and probes < lists:  # the lists read held too few: read more
-                probes = min(lists, probes * 4)
-            elif keys.size >= wanted and wanted < base.row.count:  # more of the same lists
-                wanted = min(wanted * 4, base.row.count)
-            else:
-                break
-        return _best_of(self._read_vectors(keys[keep]), query, k, None, self._similarities)
+            keys = allowed
+        else:
+            lists = int(base.view.nlist)
+            probes = min(lists, max(probes_for(lists), MIN_PROBES))
+            wanted = min(CANDIDATES, base.row.count)
+            chosen = _selector(allowed)
+            while True:
+                keys = _probe(base.view, query, wanted, probes, chosen)
+                if keys.size < wanted or (~np.isin(keys, library.gone)).sum() >= k:
+                    break
+                wanted = min(wanted * 4, base.row.count)  # most were changed since
+        # the rows the file holds unchanged (the tail has the others)
+        keys = keys[~np.isin(keys, library.gone) & ~np.isin(keys, library.tail.ids)]
+        estimates = codes.scores(keys, query)
+        best = keys[_top(estimates, max(RESCORED, k))]
+        return _best_of(self._read_vectors(best), query, k, None, self._similarities)
 
     def vectors_of(self, ids: list[int]) -> dict[int, np.ndarray]:
         """The float32 vectors of these row ids (those still there): from the matrices this
@@ -397,12 +402,16 @@ class VectorIndex:
         if not why:
             try:
                 view = _open_view(path)
+                codes = sqlite_codes.read(sqlite_codes.path_of(path), self._dims())
             except (OSError, ValueError, RuntimeError) as exc:
                 why = f"it cannot be read ({str(exc).strip().splitlines()[-1]})"
             else:
-                if view.ntotal == row.count:
-                    return _Base(row, view), ""
-                why = f"it holds {view.ntotal:,} vectors, the database says {row.count:,}"
+                if view.ntotal != row.count:
+                    why = f"it holds {view.ntotal:,} vectors, the database says {row.count:,}"
+                elif codes.ids.size != row.count:
+                    why = f"its codes hold {codes.ids.size:,} vectors, not {row.count:,}"
+                else:
+                    return _Base(row, view, codes), ""
         return None, why
 
     def _load(
@@ -490,13 +499,23 @@ class VectorIndex:
                 where: str = ""
                 args: tuple[Any, ...] = ()
                 if patch and old is not None:
-                    index, removed = self._patched(db, old)
+                    index, removed, kept = self._patched(db, old)
                     where, args = _SINCE, (old.chunk_seq, old.change_seq)
                 else:
-                    index, removed = self._trained(db, lib), 0
-                self._add_rows(db, index, lib, where, args)
+                    (index, scale), removed = self._trained(db, lib), 0
+                    kept = sqlite_codes.Codes.empty(scale)
+                ids, codes = self._add_rows(db, index, lib, where, args, kept.scale)
             finally:
                 db.execute("COMMIT")
+        ids = np.concatenate([kept.ids, ids])
+        codes = np.concatenate([kept.codes.reshape(-1, index.d), codes])
+        order = np.argsort(ids, kind="stable")
+        code_name = sqlite_codes.path_of(self._folder / name).name
+        save_whole(
+            lambda path: sqlite_codes.write(path, kept.scale, ids[order], codes[order]),
+            self._folder,
+            code_name,
+        )
         _save_whole(index, self._folder, name)
         with writing() as db:  # the file is whole on disk before the database names it
             db.execute(
@@ -508,9 +527,10 @@ class VectorIndex:
             )  # fmt: skip
         log.debug("Wrote %s: %d vectors (%s)", name, index.ntotal, "patched" if patch else "built")
 
-    def _trained(self, db: sqlite3.Connection, lib: int) -> Any:
+    def _trained(self, db: sqlite3.Connection, lib: int) -> tuple[Any, sqlite_codes.Scale]:
         """An empty inverted file whose lists k-means drew from an even sample of the
-        library's vectors (every n-th row, read in one pass without the others' vectors)."""
+        library's vectors (every n-th row, read in one pass without the others' vectors),
+        and the 8-bit codes' scale drawn from the same sample."""
         n = db.execute("SELECT count(*) FROM chunks WHERE lib = ?", (lib,)).fetchone()[0]
         lists = lists_for(n)
         step = max(1, n // (lists * TRAIN_PER_LIST))
@@ -525,24 +545,38 @@ class VectorIndex:
         index.train(sample)
         if not index.is_trained:
             raise RuntimeError(f"faiss could not train {lists} lists on {sample.shape[0]} vectors")
-        return index
+        return index, sqlite_codes.Scale.of(sample)
 
-    def _patched(self, db: sqlite3.Connection, old: _FileRow) -> tuple[Any, int]:
-        """The library's current file loaded whole, without the rows changed since; and
-        how many entries were removed from it since it was built."""
+    def _patched(
+        self, db: sqlite3.Connection, old: _FileRow
+    ) -> tuple[Any, int, sqlite_codes.Codes]:
+        """The library's current file loaded whole, without the rows changed since; how
+        many entries were removed from it since it was built; and its codes, less the same
+        rows."""
         import faiss
 
         assert self._folder is not None
         index = faiss.read_index(str(self._folder / old.file))
+        codes = sqlite_codes.read(sqlite_codes.path_of(self._folder / old.file), index.d)
         sql = "SELECT id FROM changes WHERE seq > ?"
         changed = np.array([r[0] for r in db.execute(sql, (old.change_seq,))], dtype=np.int64)
         removed = int(index.remove_ids(faiss.IDSelectorBatch(changed))) if changed.size else 0
-        return index, old.removed + removed
+        keep = ~np.isin(codes.ids, changed)
+        kept = sqlite_codes.Codes(codes.scale, codes.ids[keep], codes.codes[keep])
+        return index, old.removed + removed, kept
 
     def _add_rows(
-        self, db: sqlite3.Connection, index: Any, lib: int, where: str, args: tuple[Any, ...]
-    ) -> None:
-        """Add the library's rows matching ``where`` to ``index``, with progress."""
+        self,
+        db: sqlite3.Connection,
+        index: Any,
+        lib: int,
+        where: str,
+        args: tuple[Any, ...],
+        scale: sqlite_codes.Scale,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Add the library's rows matching ``where`` to ``index``, with progress; their ids
+        and 8-bit codes."""
+        found: list[tuple[np.ndarray, np.ndarray]] = []
         sql = f"SELECT count(*) FROM chunks WHERE lib = ? {where}"
         n = db.execute(sql, (lib, *args)).fetchone()[0]
         sql = f"SELECT id, vector FROM vectors WHERE lib = ? {where}"
@@ -552,14 +586,19 @@ class VectorIndex:
                 data = b"".join(blob for _, blob in block)
                 vectors = np.frombuffer(data, dtype=np.float32).reshape(len(block), -1)
                 index.add_with_ids(vectors, keys)
+                found.append((keys, scale.encode(vectors)))
                 advance(len(block))
+        if not found:
+            return np.zeros(0, np.int64), np.zeros((0, index.d), np.uint8)
+        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
 
     def _remove_strays(self) -> None:
         """Delete the files no row names: replaced ones, and what a kill left."""
         assert self._folder is not None
         with self._reader.reading() as db:
             named = {row.file for row in _file_rows(db).values()}
-        for suffix in (FILE_SUFFIX, *OLD_SUFFIXES):
+        named |= {sqlite_codes.path_of(self._folder / name).name for name in named}
+        for suffix in (FILE_SUFFIX, FILE_SUFFIX + sqlite_codes.SUFFIX, *OLD_SUFFIXES):
             remove_strays(self._folder, FILE_PREFIX, suffix, named)
 
     def file_names(self) -> dict[int, str]:
