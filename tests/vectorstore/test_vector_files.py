@@ -161,16 +161,20 @@ def test_a_file_is_patched_while_its_lists_suit_the_library_and_rebuilt_after(
     assert_alike(answers(VectorStore(LocalIndexAdapter(pair.folder))), answers(pair.exact))
 
 
+@pytest.mark.parametrize("kind", ["usearch", "ivf without codes"])
 def test_an_earlier_versions_file_is_not_read_and_the_next_ingest_replaces_it(
-    pair: Pair, caplog: pytest.LogCaptureFixture
+    pair: Pair, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     import sqlite3
 
     (name,) = pair.files()
-    old = name.replace(sqlite_vectors.FILE_SUFFIX, ".usearch")
-    (pair.folder / name).rename(pair.folder / old)  # as an upgrade finds an HNSW file
-    with sqlite3.connect(pair.folder / "index.db") as db:
-        db.execute("UPDATE vector_files SET file = ?", (old,))
+    if kind == "usearch":  # as an upgrade finds an HNSW file
+        old = name.replace(sqlite_vectors.FILE_SUFFIX, ".usearch")
+        (pair.folder / name).rename(pair.folder / old)
+        with sqlite3.connect(pair.folder / "index.db") as db:
+            db.execute("UPDATE vector_files SET file = ?", (old,))
+    else:  # as an upgrade finds the inverted file of a version without codes
+        sqlite_codes.path_of(pair.folder / name).unlink()
     with caplog.at_level(logging.WARNING, logger="holodeck"):
         reader = VectorStore(LocalIndexAdapter(pair.folder))
         assert_alike(answers(reader), answers(pair.exact))

@@ -397,6 +397,8 @@ class VectorIndex:
         path = self._folder / row.file
         if row.file.endswith(OLD_SUFFIXES):
             why = "an earlier version's kind of file"
+        elif path.is_file() and not sqlite_codes.path_of(path).exists():
+            why = "an earlier version's kind of file (no 8-bit codes beside it)"
         else:
             why = out_of_reach(db, row.chunk_seq, row.change_seq)
         if not why:
