@@ -85,7 +85,7 @@ hybrid.EXPAND = hybrid.PAIRS = True
 out["rss_mb"], out["peak_mb"] = status("VmRSS:"), status("VmHWM:")
 from holodeck.vectorstore.adapters import sqlite_vectors
 out["settings"] = {{}}
-for probes, candidates in {settings!r}:  # lists read and candidates re-scored
+for probes, candidates in {settings!r}:  # lists read, candidates ranked by the 8-bit codes
     sqlite_vectors.probes_for = lambda lists, probes=probes: probes
     sqlite_vectors.MIN_PROBES = 1
     sqlite_vectors.CANDIDATES = candidates
@@ -161,7 +161,7 @@ def main() -> None:
         nargs="*",
         default=[],
         metavar="PROBES:CANDIDATES",
-        help="also search the same file reading these many lists, re-scoring these many",
+        help="also search the same file reading these many lists, ranking these many by codes",
     )
     args = parser.parse_args()
     settings = [tuple(int(x) for x in s.split(":")) for s in args.search_settings]

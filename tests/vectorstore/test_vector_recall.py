@@ -1,7 +1,7 @@
 """A library with a vector index file finds exact search's top ten, filtered or not, for
 queries near stored chunks and for queries near none (a question about nothing the library
-holds): the lists nearest the query alone, ranked by their 4-bit codes, miss a third of those
-(recall on real embeddings is measured in benchmarks/)."""
+holds): the lists nearest the query alone, ranked by their 4-bit codes, miss about half of
+those (recall on real embeddings is measured in benchmarks/)."""
 
 from __future__ import annotations
 

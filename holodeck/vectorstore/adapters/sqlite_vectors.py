@@ -511,12 +511,12 @@ class VectorIndex:
                 db.execute("COMMIT")
         ids = np.concatenate([kept.ids, ids])
         codes = np.concatenate([kept.codes.reshape(-1, index.d), codes])
-        order = np.argsort(ids, kind="stable")
+        if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # a patch re-added old ids
+            order = np.argsort(ids)
+            ids, codes = ids[order], codes[order]
         code_name = sqlite_codes.path_of(self._folder / name).name
         save_whole(
-            lambda path: sqlite_codes.write(path, kept.scale, ids[order], codes[order]),
-            self._folder,
-            code_name,
+            lambda path: sqlite_codes.write(path, kept.scale, ids, codes), self._folder, code_name
         )
         _save_whole(index, self._folder, name)
         with writing() as db:  # the file is whole on disk before the database names it
