@@ -33,13 +33,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from _vectors import exact_top, recall, scale_vectors
 from bench_local_index import PER_DOC, records, state
 from bench_retrieval import EVAL, load
 
+from holodeck.vectorstore.adapters import sqlite_codes, sqlite_postings, sqlite_vectors
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 
@@ -117,9 +121,60 @@ def questions() -> list[str]:
     return random.Random(1).sample(found, QUERIES)
 
 
-def holodeck_build(folder: Path, vectors: np.ndarray, texts: list[str]) -> float:
+#: The build's phases timed apart: (name, object, attribute wrapped by a timer).
+PHASES = [
+    ("vector lists (k-means)", sqlite_vectors.VectorIndex, "_trained"),
+    ("vector assignment and 4-bit codes", sqlite_vectors.VectorIndex, "_add_rows"),
+    ("8-bit codes", sqlite_codes.Scale, "encode"),
+    ("vector files written", sqlite_vectors, "save_whole"),
+    ("keyword postings", sqlite_postings.KeywordFile, "upkeep"),
+]
+
+
+@contextmanager
+def timed_phases() -> Iterator[dict[str, float]]:
+    """Seconds spent in each of ``PHASES`` while the block runs (nested ones counted in
+    both: the 8-bit codes are made inside the assignment's loop)."""
+    spent = dict.fromkeys([name for name, _, _ in PHASES], 0.0)
+    originals = [(owner, attr, getattr(owner, attr)) for _, owner, attr in PHASES]
+
+    def timer(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - started
+
+        return run
+
+    for (name, owner, attr), (_, _, fn) in zip(PHASES, originals, strict=True):
+        setattr(owner, attr, timer(name, fn))
+    try:
+        yield spent
+    finally:
+        for owner, attr, fn in originals:
+            setattr(owner, attr, fn)
+
+
+def holodeck_build(
+    folder: Path, vectors: np.ndarray, texts: list[str]
+) -> tuple[float, dict[str, float]]:
+    """Seconds to build the index of ``vectors`` and ``texts``, and ms per chunk by phase."""
     store = VectorStore(LocalIndexAdapter(folder))
-    started = time.perf_counter()
+    with timed_phases() as spent:
+        started = time.perf_counter()
+        _write_documents(store, vectors, texts)
+        writes = time.perf_counter() - started
+        store.flush()  # the ingest's last step: the approximate index file
+        took = time.perf_counter() - started
+    store.adapter.close()
+    phases = {"SQLite writes": writes, **spent}
+    return took, {name: round(s * 1000 / len(vectors), 4) for name, s in phases.items()}
+
+
+def _write_documents(store: VectorStore, vectors: np.ndarray, texts: list[str]) -> None:
+    """Every document, committed in windows as an ingest commits them."""
     docs = len(vectors) // PER_DOC
     for first in range(0, docs, WINDOW_DOCS):
         with store.batch():  # one commit per window, as the ingest commits
@@ -127,10 +182,6 @@ def holodeck_build(folder: Path, vectors: np.ndarray, texts: list[str]) -> float
                 part = slice(d * PER_DOC, (d + 1) * PER_DOC)
                 recs = records(d, vectors[part], texts[part])
                 store.write_document("bench", "kb", recs[0].doc_id, recs, state(recs))
-    store.flush()  # the ingest's last step: the approximate index file
-    took = time.perf_counter() - started
-    store.adapter.close()
-    return took
 
 
 def chunk_id_rows(size: int) -> dict[str, int]:
@@ -163,6 +214,9 @@ def main() -> None:
         metavar="PROBES:CANDIDATES",
         help="also search the same file reading these many lists, ranking these many by codes",
     )
+    parser.add_argument(
+        "--build-only", action="store_true", help="time the build and its phases, no search"
+    )
     args = parser.parse_args()
     settings = [tuple(int(x) for x in s.split(":")) for s in args.search_settings]
     for size in args.sizes:
@@ -177,7 +231,14 @@ def main() -> None:
             texts = texts_for(size)
             row: dict[str, object] = {"chunks": size}
             folder = work / "holodeck"
-            row["holodeck_build_s"] = round(holodeck_build(folder, vectors, texts), 1)
+            took, phases = holodeck_build(folder, vectors, texts)
+            row["holodeck_build_s"] = round(took, 1)
+            row["holodeck_build_ms_per_chunk"] = round(took * 1000 / size, 4)
+            row["holodeck_build_phases_ms_per_chunk"] = phases
+            if args.build_only:
+                shutil.rmtree(folder)
+                print(json.dumps(row), flush=True)
+                continue
             code = SEARCH.format(
                 here=str(HERE), work=str(work), folder=str(folder), settings=settings
             )

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from test_local_index import DIMS, rec
 
-from holodeck.vectorstore.adapters import sqlite_vectors
+from holodeck.vectorstore.adapters import sqlite_lists, sqlite_vectors
 from holodeck.vectorstore.adapters.local import LocalIndexAdapter
 from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, DocState
@@ -26,13 +26,19 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["one level", "two levels"])
 def stores(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[tuple[VectorStore, VectorStore, np.ndarray]]:
-    """The local index (with a file) and exact search, fed chunks drawn around 60 topics."""
+    """The local index (with a file) and exact search, fed chunks drawn around 60 topics;
+    the file's 32 lists drawn by one k-means (and every list read), or 128 drawn in two
+    levels as a large library's are, of which a search reads a third."""
     patch = pytest.MonkeyPatch()
     patch.setattr(sqlite_vectors, "ANN_MIN_ROWS", 2_000)
+    if request.param == "two levels":
+        patch.setattr(sqlite_vectors, "ROWS_PER_LIST", 32)
+        patch.setattr(sqlite_vectors, "MIN_PROBES", 1)
+        patch.setattr(sqlite_lists, "TWO_LEVEL_MIN_LISTS", 64)
     folder = Path(tmp_path_factory.mktemp("recall"))
     local, exact = VectorStore(LocalIndexAdapter(folder)), VectorStore(MemoryIndexAdapter())
     rng = np.random.default_rng(7)

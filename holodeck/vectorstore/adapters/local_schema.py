@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from holodeck.vectorstore.adapters.sqlite_query import keyword_columns
 from holodeck.vectorstore.keywords import idents_text, words_text
+from holodeck.vectorstore.records import chunk_id_for
 
 #: Porter-stemmed words; ``-_.`` inside tokens only matter in ``idents`` (``words`` has none).
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2 tokenchars '-_.'"
@@ -216,3 +217,54 @@ def m006_keyword_files(db: sqlite3.Connection) -> None:
             postings INTEGER NOT NULL
         )"""
     )
+
+
+@migration
+def m007_chunk_ids_by_place(db: sqlite3.Connection) -> None:
+    # A chunk id derived from the chunk's place (records.chunk_id_for, a hash: random keys)
+    # is found by that place (chunks_by_doc) instead of a unique index over every id, where
+    # each insert of a random key dirtied its own page: the part of a build's writes that
+    # grew with the library. Ids a caller chose (derived = 0) keep a unique index of their
+    # own. SQLite cannot drop a constraint, so the table is copied (its row ids, which the
+    # vectors, full-text rows and files beside the database use, kept as they are).
+    seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
+    db.create_function("derived_id", 4, chunk_id_for, deterministic=True)
+    db.execute(
+        """CREATE TABLE chunks_new (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk_id TEXT NOT NULL,
+            lib INTEGER NOT NULL REFERENCES libraries (id),
+            book_id TEXT NOT NULL,
+            doc_id TEXT NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            embedding_model TEXT NOT NULL,
+            source_path TEXT NOT NULL,
+            mtime REAL NOT NULL,
+            content_hash TEXT NOT NULL,
+            token_count INTEGER NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            language TEXT,
+            location TEXT NOT NULL DEFAULT '',
+            section TEXT NOT NULL DEFAULT '',
+            derived INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+    columns = (
+        "id, chunk_id, lib, book_id, doc_id, chunk_index, content, embedding_model, "
+        "source_path, mtime, content_hash, token_count, tags, language, location, section"
+    )
+    db.execute(
+        f"INSERT INTO chunks_new ({columns}, derived) "
+        f"SELECT {', '.join('c.' + c for c in columns.split(', '))}, "
+        "c.chunk_id = derived_id(l.tenant_id, l.library_id, c.doc_id, c.chunk_index) "
+        "FROM chunks c JOIN libraries l ON l.id = c.lib ORDER BY c.id"
+    )
+    db.execute("DROP TABLE chunks")
+    db.execute("ALTER TABLE chunks_new RENAME TO chunks")
+    db.execute("CREATE INDEX chunks_by_doc ON chunks (lib, doc_id, chunk_index)")
+    db.execute("CREATE INDEX chunks_by_book ON chunks (book_id)")
+    db.execute("CREATE UNIQUE INDEX chunks_by_chosen_id ON chunks (chunk_id) WHERE derived = 0")
+    if seq is not None:  # ids are never reused, also past the last row deleted
+        db.execute("DELETE FROM sqlite_sequence WHERE name = 'chunks'")
+        db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('chunks', ?)", seq)

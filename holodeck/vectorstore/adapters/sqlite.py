@@ -39,6 +39,15 @@ from holodeck.vectorstore.records import (
     chunk_id_for,
 )
 
+#: The chunk with a derived id at a place (library, document, position).
+_DERIVED_AT = "lib = ? AND doc_id = ? AND chunk_index = ? AND derived = 1"
+
+
+def _looks_derived(chunk_id: str) -> bool:
+    """Whether an id could be ``chunk_id_for``'s for some place (a SHA-1 in hex)."""
+    return len(chunk_id) == 40 and all(c in "0123456789abcdef" for c in chunk_id)
+
+
 #: Entries of the ``changes`` log kept after an ingest; a reader further behind reloads.
 CHANGES_KEPT = 100_000
 
@@ -264,7 +273,12 @@ class SqliteIndexAdapter:
         """Insert or replace by chunk id (a replaced chunk gets a new row id). ``cleared``:
         a document whose chunks were just deleted; its own chunks (ids derived from it)
         cannot exist, so they skip the look for one to replace. ``libs``: library ids the
-        caller has looked up already."""
+        caller has looked up already.
+
+        An id derived from the chunk's place is looked up by that place (``m007``); an id
+        the caller chose, in the unique index of chosen ids, and, when it looks like a
+        derived id (another place's), among every chunk's ids (a scan: the price of
+        choosing such ids)."""
         libs = dict(libs or {})
         for rec in records:
             key = (rec.tenant_id, rec.library_id)
@@ -272,20 +286,23 @@ class SqliteIndexAdapter:
                 lib = self._lib(db, *key, create=True)
                 assert lib is not None
                 libs[key] = lib
-            own = (rec.tenant_id, rec.library_id, rec.doc_id) == cleared and rec.chunk_id == (
-                chunk_id_for(rec.tenant_id, rec.library_id, rec.doc_id, rec.chunk_index)
-            )
-            if not own:
-                self._delete_chunks(db, "chunk_id = ?", (rec.chunk_id,))
+            place = (libs[key], rec.doc_id, int(rec.chunk_index))
+            derived = rec.chunk_id == chunk_id_for(*key, rec.doc_id, rec.chunk_index)
+            if derived and (*key, rec.doc_id) != cleared:
+                self._delete_chunks(db, _DERIVED_AT, place)
+            elif not derived and _looks_derived(rec.chunk_id):
+                self._delete_chunks(db, "chunk_id = ? AND derived = 1", (rec.chunk_id,))
+            self._delete_chunks(db, "chunk_id = ? AND derived = 0", (rec.chunk_id,))
             cur = db.execute(
                 "INSERT INTO chunks (chunk_id, lib, book_id, doc_id, chunk_index, content, "
                 "embedding_model, source_path, mtime, content_hash, token_count, tags, language, "
-                "location, section) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "location, section, derived) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     rec.chunk_id, libs[key], rec.book_id, rec.doc_id, int(rec.chunk_index),
                     rec.content, rec.embedding_model, rec.source_path, float(rec.mtime),
                     rec.content_hash, int(rec.token_count), json.dumps(rec.tags), rec.language,
-                    rec.location, rec.section,
+                    rec.location, rec.section, int(derived),
                 ),
             )  # fmt: skip
             vector = np.asarray(rec.vector, dtype=np.float32).tobytes()

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from holodeck.vectorstore.adapters import sqlite_codes, sqlite_query
+from holodeck.vectorstore.adapters import sqlite_codes, sqlite_lists, sqlite_query
 from holodeck.vectorstore.adapters.sqlite_query import (
     Reader,
     allowed_ids,
@@ -70,8 +70,9 @@ PATCH_SHARE = 0.01
 #: patched: the lists were drawn from vectors that are mostly gone.
 REBUILD_REMOVED_SHARE = 0.2
 #: Vectors per list: a library of n gets the power of two nearest n / ROWS_PER_LIST lists
-#: (1,024 at 100,000 chunks, 8,192 at 1,000,000), drawn by k-means from a sample of
-#: TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS rounds (faiss's default rounds). At
+#: (1,024 at 100,000 chunks, 8,192 at 1,000,000), drawn by k-means (in two levels from 256
+#: lists: ``sqlite_lists``) from a sample of TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS
+#: rounds (faiss's default rounds). At
 #: 1,000,000 a sample of 32 a list cut k-means from 154 to 95 s but lost a point of recall@10
 #: at the same lists read (0.9805 against 0.9915 at 256: benchmarks/README.md).
 ROWS_PER_LIST = 128
@@ -500,13 +501,16 @@ class VectorIndex:
                 seqs = dict(db.execute(_SEQS).fetchall())
                 where: str = ""
                 args: tuple[Any, ...] = ()
+                assigning: AbstractContextManager[None] = contextlib.nullcontext()
                 if patch and old is not None:
                     index, removed, kept = self._patched(db, old)
                     where, args = _SINCE, (old.chunk_seq, old.change_seq)
                 else:
-                    (index, scale), removed = self._trained(db, lib), 0
-                    kept = sqlite_codes.Codes.empty(scale)
-                ids, codes = self._add_rows(db, index, lib, where, args, kept.scale)
+                    index, lists, scale = self._trained(db, lib)
+                    removed, kept = 0, sqlite_codes.Codes.empty(scale)
+                    assigning = lists.assigning(index)
+                with assigning:
+                    ids, codes = self._add_rows(db, index, lib, where, args, kept.scale)
             finally:
                 db.execute("COMMIT")
         ids = np.concatenate([kept.ids, ids])
@@ -529,10 +533,13 @@ class VectorIndex:
             )  # fmt: skip
         log.debug("Wrote %s: %d vectors (%s)", name, index.ntotal, "patched" if patch else "built")
 
-    def _trained(self, db: sqlite3.Connection, lib: int) -> tuple[Any, sqlite_codes.Scale]:
+    def _trained(
+        self, db: sqlite3.Connection, lib: int
+    ) -> tuple[Any, sqlite_lists.Lists, sqlite_codes.Scale]:
         """An empty inverted file whose lists k-means drew from an even sample of the
         library's vectors (every n-th row, read in one pass without the others' vectors),
-        and the 8-bit codes' scale drawn from the same sample."""
+        those lists (which assign the rows added next), and the 8-bit codes' scale drawn
+        from the same sample."""
         n = db.execute("SELECT count(*) FROM chunks WHERE lib = ?", (lib,)).fetchone()[0]
         lists = lists_for(n)
         step = max(1, n // (lists * TRAIN_PER_LIST))
@@ -544,10 +551,13 @@ class VectorIndex:
         log.info(
             "Drawing the %s lists of library %d's vector index from %s vectors", lists, lib, count
         )
-        index.train(sample)
+        drawn = sqlite_lists.draw(sample, lists, KMEANS_ROUNDS)
+        index.quantizer.add(drawn.centres)
+        with drawn.assigning(index):
+            index.train(sample)  # its lists are drawn: faiss trains the 4-bit codes only
         if not index.is_trained:
             raise RuntimeError(f"faiss could not train {lists} lists on {sample.shape[0]} vectors")
-        return index, sqlite_codes.Scale.of(sample)
+        return index, drawn, sqlite_codes.Scale.of(sample)
 
     def _patched(
         self, db: sqlite3.Connection, old: _FileRow
@@ -646,9 +656,7 @@ def new_index(dims: int, lists: int) -> Any:
         faiss.IndexFlatIP(dims), dims, lists, code_parts(dims), CODE_BITS,
         faiss.METRIC_INNER_PRODUCT,
     )  # fmt: skip
-    index.cp.niter = KMEANS_ROUNDS
-    index.cp.min_points_per_centroid = 1  # the sample is chosen small on purpose: no warning
-    index.pq.cp.min_points_per_centroid = 1
+    index.pq.cp.min_points_per_centroid = 1  # the sample is chosen small on purpose: no warning
     return index
 
 
