@@ -59,7 +59,7 @@ import json, sys, time
 from pathlib import Path
 import numpy as np
 import holodeck
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
 
@@ -200,7 +200,7 @@ def build_holodeck(
 ) -> float:
     """Write every row through ``VectorStore`` (a commit per window of documents, as an ingest
     commits), then the ingest's last step (the approximate index files)."""
-    from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+    from holodeck.vectorstore.local import LocalIndexAdapter
     from holodeck.vectorstore.records import ChunkRecord, DocState
     from holodeck.vectorstore.store import VectorStore
 

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 sys.path.insert(0, {root!r})
 from holodeck.retrieval.hybrid import retrieve
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
 from holodeck.tools.vectorstore_tool import settle

@@ -65,7 +65,7 @@ def document(i: int, rng: random.Random) -> str:
 INDEX_MEMORY = """
 import sys
 import numpy as np
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
 def rss():
     for line in open("/proc/self/status"):

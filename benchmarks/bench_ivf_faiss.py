@@ -21,7 +21,7 @@ import faiss  # type: ignore[import-not-found]
 import numpy as np
 from _vectors import exact_top, recall, scale_vectors
 
-from holodeck.vectorstore.adapters.sqlite_vectors import new_index
+from holodeck.vectorstore.sqlite.vectors import new_index
 
 CANDIDATES = 40
 #: Training vectors per list (k-means' sample).

@@ -35,7 +35,7 @@ import _ivf_bands
 import faiss
 import numpy as np
 
-from holodeck.vectorstore.adapters import sqlite_vectors
+from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / "results" / "real_vectors"

@@ -35,7 +35,7 @@ from _common import make_project, percentile, reload_tool
 from baseline_npz_index import NpzIndex
 
 from holodeck.embeddings.base import Embedder, TokenCounter
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
 from holodeck.vectorstore.store import VectorStore
 
@@ -209,7 +209,7 @@ def store_part(size: int, work: Path, peers: str | None) -> dict[str, object]:
     result["npz_build_s"] = time.perf_counter() - started
 
     for name, module, cls, folder in (
-        ("sqlite", "holodeck.vectorstore.adapters.local", "LocalIndexAdapter", sqlite_dir),
+        ("sqlite", "holodeck.vectorstore.local", "LocalIndexAdapter", sqlite_dir),
         ("npz", "baseline_npz_index", "NpzIndex", npz_dir),
     ):
         took, added, whole = cold_open(module, cls, folder, query_file)

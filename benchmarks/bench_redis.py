@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # for re
 
 from redis_server import RedisServer
 
-from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
 from holodeck.vectorstore.records import ChunkRecord, IndexInfo, chunk_id_for
+from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 
 TENANT, LIBRARY, MODEL = "bench", "lib", "bench-model"

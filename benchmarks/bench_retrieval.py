@@ -241,7 +241,7 @@ def latency(
     from holodeck.retrieval.fusion import SearchMode
     from holodeck.retrieval.hybrid import retrieve
     from holodeck.tools.vectorstore_tool import settle
-    from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+    from holodeck.vectorstore.local import LocalIndexAdapter
     from holodeck.vectorstore.store import VectorStore
 
     texts, questions = [], []
@@ -337,11 +337,11 @@ def main() -> None:
 
         records.SECTION_IN_TEXT = False
     if args.ann_min_rows is not None:
-        from holodeck.vectorstore.adapters import sqlite_vectors
+        from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
 
         sqlite_vectors.ANN_MIN_ROWS = args.ann_min_rows
     if args.postings_min_rows is not None:
-        from holodeck.vectorstore.adapters import sqlite_postings
+        from holodeck.vectorstore.sqlite import postings as sqlite_postings
 
         sqlite_postings.POSTINGS_MIN_ROWS = args.postings_min_rows
     if args.latency is not None:

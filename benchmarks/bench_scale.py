@@ -43,8 +43,10 @@ from _vectors import exact_top, recall, scale_vectors
 from bench_local_index import PER_DOC, records, state
 from bench_retrieval import EVAL, load
 
-from holodeck.vectorstore.adapters import sqlite_codes, sqlite_postings, sqlite_vectors
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
+from holodeck.vectorstore.sqlite import codes as sqlite_codes
+from holodeck.vectorstore.sqlite import postings as sqlite_postings
+from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
 from holodeck.vectorstore.store import VectorStore
 
 HERE = Path(__file__).resolve().parent
@@ -57,7 +59,7 @@ from pathlib import Path
 import numpy as np
 sys.path.insert(0, {here!r})
 from holodeck.retrieval.hybrid import retrieve
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
 
@@ -87,7 +89,7 @@ for q, text in zip(queries, questions):  # with and without the keyword side's e
         out[key].append((time.perf_counter() - t) * 1000)
 hybrid.EXPAND = hybrid.PAIRS = True
 out["rss_mb"], out["peak_mb"] = status("VmRSS:"), status("VmHWM:")
-from holodeck.vectorstore.adapters import sqlite_vectors
+from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
 out["settings"] = {{}}
 for probes, candidates in {settings!r}:  # lists read, candidates ranked by the 8-bit codes
     sqlite_vectors.probes_for = lambda lists, probes=probes: probes

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "holodeck"
 #: Empty at first, but filled at import (a registry of migrations) or a cache of pure
 #: values keyed by what they depend on (a converter per file type): sharing changes nothing.
 FILLED_AT_IMPORT_OR_PURE = {
-    "holodeck.vectorstore.adapters.local_schema": {"MIGRATIONS"},
+    "holodeck.vectorstore.sqlite.schema": {"MIGRATIONS"},
     "holodeck.ingest.convert": {"_markitdown"},
 }
 

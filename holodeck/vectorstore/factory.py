@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from holodeck.config.models import DatabaseConfig
 from holodeck.errors import HoloDeckError
 from holodeck.redact import redact_url
-from holodeck.vectorstore.adapters.base import IndexAdapter
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.adapter import IndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 
 if TYPE_CHECKING:
-    from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+    from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 
 log = logging.getLogger("holodeck.vectorstore")
 
@@ -75,7 +75,7 @@ def open_index(
 
 def _redis_adapter(database: DatabaseConfig, **options: Any) -> RedisIndexAdapter:
     """A Redis adapter for a database section (imported here: redisvl loads slowly)."""
-    from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+    from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 
     return RedisIndexAdapter(
         database.connection_string,

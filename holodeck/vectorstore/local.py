@@ -4,7 +4,7 @@ In WAL mode readers (``search``, ``chat``, ``test``, ``serve``) answer from what
 while an ingest writes, without waiting for it. Each thread has its own connection (a reader
 never sees another thread's open transaction); a file lock beside the database keeps two
 ingests apart. Opening reads only the schema version and the index's model: vectors load on
-the first search. An ``index.npz`` of earlier releases is imported once (``local_legacy``
+the first search. An ``index.npz`` of earlier releases is imported once (``sqlite.legacy``
 reads it; this module writes it, a one-way step).
 """
 
@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from holodeck.errors import ConfigError, IngestError, IngestRunning
-from holodeck.vectorstore.adapters.local_legacy import LEGACY_FILE, mark_imported, read_npz
-from holodeck.vectorstore.adapters.local_schema import NewerIndexError, migrate
-from holodeck.vectorstore.adapters.sqlite import SqliteIndexAdapter
+from holodeck.vectorstore.sqlite.index import SqliteIndexAdapter
+from holodeck.vectorstore.sqlite.legacy import LEGACY_FILE, mark_imported, read_npz
+from holodeck.vectorstore.sqlite.schema import NewerIndexError, migrate
 
 log = logging.getLogger("holodeck.vectorstore")
 

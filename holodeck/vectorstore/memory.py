@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from holodeck.errors import IngestRunning
-from holodeck.vectorstore.adapters.local_schema import migrate
-from holodeck.vectorstore.adapters.sqlite import SqliteIndexAdapter
+from holodeck.vectorstore.sqlite.index import SqliteIndexAdapter
+from holodeck.vectorstore.sqlite.schema import migrate
 
 
 class MemoryIndexAdapter(SqliteIndexAdapter):

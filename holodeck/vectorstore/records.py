@@ -25,7 +25,7 @@ def chunk_id_for(tenant_id: str, library_id: str, doc_id: str, chunk_index: int)
 #: the real-folder set (benchmarks/README.md), right file first 51 -> 53 of 56 questions,
 #: right place in the top 5 49 -> 52; the labelled sets have no headings and do not move.
 #: Changing it changes what an index holds: the pipeline's ``CHUNKING_VERSION`` and a
-#: migration of the local index's full-text rows (``local_schema``) go with it.
+#: migration of the local index's full-text rows (``sqlite.schema``) go with it.
 SECTION_IN_TEXT = True
 
 

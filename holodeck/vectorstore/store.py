@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from holodeck.vectorstore.adapters.base import IndexAdapter
+from holodeck.vectorstore.adapter import IndexAdapter
 from holodeck.vectorstore.errors import (
     MODEL_MISMATCH,
     QUERY_DIMENSION_MISMATCH,

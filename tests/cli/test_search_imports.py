@@ -32,7 +32,7 @@ NEVER = (
     "holodeck.cli.progress",
     "holodeck.tools.initialize",
     "holodeck.tools.watch",
-    "holodeck.vectorstore.adapters.redis",
+    "holodeck.vectorstore.redis.adapter",
     "holodeck.embeddings.remote",
     "filelock",
     "watchfiles",
@@ -89,7 +89,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_search_without_ingest_imports_only_what_answering_needs(project: Path) -> None:
     modules = imported("--no-ingest", "when are the pumps checked", cwd=project)
     assert unwanted(modules) == []
-    assert {"onnxruntime", "holodeck.vectorstore.adapters.sqlite_fulltext"} <= modules
+    assert {"onnxruntime", "holodeck.vectorstore.sqlite.fulltext"} <= modules
 
 
 def test_the_default_search_checks_files_without_the_pipeline_when_nothing_changed(

@@ -18,7 +18,7 @@ import pytest
 from cli_helpers import ingest_argv, run_holodeck, write
 from rankings import assert_same_ranking
 
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_PDF = REPO / "examples" / "docs" / "operations" / "backup-and-restore.pdf"

@@ -21,7 +21,7 @@ from holodeck.config.loader import load_project
 from holodeck.ingest import pipeline
 from holodeck.ingest.status import IngestStatus, Progress
 from holodeck.tools.vectorstore_tool import build_tools
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 
 #: Chunks embedded and committed at once in these tests (the product's EMBED_WINDOW / 4).
 WINDOW = 64

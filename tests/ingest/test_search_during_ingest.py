@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cli_helpers import ingest_argv, run_holodeck, write
 
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 
 AGENT = """
 name: busy

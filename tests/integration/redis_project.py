@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from cli_helpers import run_holodeck, write
 
-from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 
 #: Six short documents on distinct subjects (two of them long enough for several chunks).
 CORPUS: dict[str, str] = {

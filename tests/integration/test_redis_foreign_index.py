@@ -18,8 +18,8 @@ import redis
 from cli_helpers import run_holodeck, write
 from redis_project import CORPUS, database_yaml, holodeck_json, write_docs
 
-from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
 from holodeck.vectorstore.records import IndexInfo
+from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 
 pytestmark = pytest.mark.redis
 

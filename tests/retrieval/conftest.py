@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from test_hybrid_search import redis_database
 
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
-from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
+from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 
 

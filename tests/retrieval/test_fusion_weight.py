@@ -14,7 +14,7 @@ from test_hybrid_search import project, ready_tool
 from holodeck.retrieval import fusion
 from holodeck.retrieval.fusion import fuse, keyword_weight
 from holodeck.retrieval.hybrid import retrieve
-from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
+from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import (
     ChunkFilters,
     ChunkHit,

@@ -19,9 +19,9 @@ from holodeck.config.loader import load_project
 from holodeck.embeddings.factory import make_embedder
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
-from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 
 #: Real-looking technical notes; each identifier sits in one file, among neighbours that

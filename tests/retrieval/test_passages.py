@@ -136,7 +136,7 @@ def test_a_large_top_k_of_neighbouring_chunks_still_fills_up() -> None:
     # neighbours and leaves the fourth out, so 40 passages need 160 candidates, more than
     # the first round asks; the answer holds as many as three candidates per passage allow.
     from holodeck.retrieval.hybrid import retrieve
-    from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
+    from holodeck.vectorstore.memory import MemoryIndexAdapter
     from holodeck.vectorstore.records import ChunkFilters, DocState, chunk_id_for
     from holodeck.vectorstore.store import VectorStore
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.retrieval.passages import Scored
-from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
+from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
 from holodeck.vectorstore.store import VectorStore
 

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from cli_helpers import run_holodeck, write
 
-from holodeck.vectorstore.adapters.base import IndexAdapter
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.adapter import IndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 
 NAME = "field-notes"
 TOOL = "kb"
@@ -96,7 +96,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
 def open_adapter(project: Path, backend: str) -> IndexAdapter:
     if backend == "local":
         return LocalIndexAdapter(project / ".holodeck" / "index" / TOOL)
-    from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
+    from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 
     url = json.loads(backend.split("connection_string: ")[1].splitlines()[0])
     return RedisIndexAdapter(url, backend.split("index_name: ")[1].strip())

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
-from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
-from holodeck.vectorstore.adapters.sqlite import SqliteIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
+from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.sqlite.index import SqliteIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 
 DIMS = 8

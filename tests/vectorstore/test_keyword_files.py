@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from test_keyword_pruning import record
 
-from holodeck.vectorstore.adapters import sqlite_postings
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
-from holodeck.vectorstore.adapters.sqlite_fulltext import TermCounts, keyword_search
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, DocState, chunk_id_for
+from holodeck.vectorstore.sqlite import postings as sqlite_postings
+from holodeck.vectorstore.sqlite.fulltext import TermCounts, keyword_search
 from holodeck.vectorstore.store import VectorStore
 
 #: Words by how common they are: the first in most chunks, the last in a few.

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from holodeck.vectorstore.adapters import sqlite_fulltext
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.sqlite import fulltext as sqlite_fulltext
 from holodeck.vectorstore.store import VectorStore
 
 #: Words by how common they are: the first in most chunks, the last in a few.

@@ -18,9 +18,9 @@ import pytest
 from rankings import assert_same_ranking
 
 from holodeck.errors import IngestError
-from holodeck.vectorstore.adapters import sqlite_query
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
+from holodeck.vectorstore.sqlite import query as sqlite_query
 from holodeck.vectorstore.store import VectorStore
 
 DIMS = 8
@@ -154,7 +154,7 @@ def test_a_batch_is_seen_whole_and_a_failed_one_leaves_nothing(tmp_path: Path) -
 def test_a_reader_far_behind_a_trimmed_log_reloads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import holodeck.vectorstore.adapters.sqlite as sqlite_adapter
+    import holodeck.vectorstore.sqlite.index as sqlite_adapter
 
     monkeypatch.setattr(sqlite_adapter, "CHANGES_KEPT", 1)
     reader = VectorStore(LocalIndexAdapter(tmp_path))

@@ -19,11 +19,8 @@ import redis
 from redis_server import RedisServer, free_port  # tests/ is on sys.path (see conftest)
 
 from holodeck.errors import ConfigError, HoloDeckError, IngestError, ValidationError
-from holodeck.vectorstore.adapters import redis as redis_adapter
-from holodeck.vectorstore.adapters import redis_fields, redis_queries
-from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
-from holodeck.vectorstore.adapters.redis import RedisIndexAdapter
 from holodeck.vectorstore.errors import StoreError
+from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import (
     ChunkFilters,
     ChunkRecord,
@@ -31,6 +28,10 @@ from holodeck.vectorstore.records import (
     IndexInfo,
     chunk_id_for,
 )
+from holodeck.vectorstore.redis import adapter as redis_adapter
+from holodeck.vectorstore.redis import fields as redis_fields
+from holodeck.vectorstore.redis import queries as redis_queries
+from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 
 pytestmark = pytest.mark.redis

@@ -12,8 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
-from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
 from holodeck.vectorstore.errors import (
     MODEL_MISMATCH,
     QUERY_DIMENSION_MISMATCH,
@@ -21,6 +19,8 @@ from holodeck.vectorstore.errors import (
     LibraryOwnedError,
     StoreError,
 )
+from holodeck.vectorstore.local import LocalIndexAdapter
+from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, chunk_id_for
 from holodeck.vectorstore.store import VectorStore
 

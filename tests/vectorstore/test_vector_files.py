@@ -22,10 +22,11 @@ import pytest
 from rankings import assert_same_ranking
 from test_local_index import DIMS, unit, write
 
-from holodeck.vectorstore.adapters import sqlite_codes, sqlite_vectors
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
-from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
+from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
+from holodeck.vectorstore.sqlite import codes as sqlite_codes
+from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
 from holodeck.vectorstore.store import VectorStore
 
 #: Files from 60 rows, a list per 16 of them (8 lists at 120 rows), every list read and every
@@ -238,22 +239,22 @@ def test_a_damaged_file_is_never_trusted_and_the_next_ingest_rebuilds_it(
 #: database names it, after the database names it but before the old file goes.
 KILL_AT = {
     "while writing the file": "sqlite_vectors._save_whole",
-    "before the database names it": "sqlite_vectors._fsync_folder",
+    "before the database names it": "side_files.fsync_folder",
     "before the old file goes": "VectorIndex._remove_strays",
 }
 
 KILLED_UPKEEP = """
 import os, signal, sys
 sys.path[:0] = [{tests!r}, {shared!r}]  # test_local_index, and the rankings it imports
-from holodeck.vectorstore.adapters import sqlite_vectors
-from holodeck.vectorstore.adapters.sqlite_vectors import VectorIndex
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
+from holodeck.vectorstore.sqlite import side_files, vectors as sqlite_vectors
+from holodeck.vectorstore.sqlite.vectors import VectorIndex
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 from test_local_index import write
 for name, value in {small!r}.items():
     setattr(sqlite_vectors, name, value)
 owner, attr = {target!r}.split(".")
-holder = sqlite_vectors if owner == "sqlite_vectors" else VectorIndex
+holder = {{"sqlite_vectors": sqlite_vectors, "side_files": side_files}}.get(owner, VectorIndex)
 
 def killed(*args, **kwargs):
     if attr == "_save_whole":  # half a file on disk, as a kill mid-write leaves it

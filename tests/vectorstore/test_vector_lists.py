@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from holodeck.vectorstore.adapters.sqlite_lists import _shares
+from holodeck.vectorstore.sqlite.lists import _shares
 
 
 @pytest.mark.parametrize(

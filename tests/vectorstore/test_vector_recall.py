@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from test_local_index import DIMS, rec
 
-from holodeck.vectorstore.adapters import sqlite_lists, sqlite_vectors
-from holodeck.vectorstore.adapters.local import LocalIndexAdapter
-from holodeck.vectorstore.adapters.memory import MemoryIndexAdapter
+from holodeck.vectorstore.local import LocalIndexAdapter
+from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, DocState
+from holodeck.vectorstore.sqlite import lists as sqlite_lists
+from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
 from holodeck.vectorstore.store import VectorStore
 
 BOOKS, DOCS, PARTS = 3, 75, 20  # 4,500 chunks: 1,500 a book

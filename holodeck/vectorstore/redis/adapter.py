@@ -16,8 +16,8 @@ where ``<scope>`` is ``["tenant", "library"]`` in JSON (unambiguous whatever the
 Deletes and moves never page with offsets (RediSearch caps them at MAXSEARCHRESULTS, 10,000 on
 some servers): they fetch the first page of what still matches, change it, and ask again until
 nothing matches. Counts come from the query's total, which is not capped. A chunk's HASH
-fields live in ``redis_fields``; how a query is asked and its reply read, in
-``redis_queries``.
+fields live in ``fields``; how a query is asked and its reply read, in
+``queries``.
 """
 
 from __future__ import annotations
@@ -48,8 +48,18 @@ from holodeck.errors import (
     IngestRunning,
 )
 from holodeck.redact import redact, redact_url
-from holodeck.vectorstore.adapters import redis_queries as queries
-from holodeck.vectorstore.adapters.redis_fields import (
+from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
+from holodeck.vectorstore.keywords import redis_expression, redis_stems
+from holodeck.vectorstore.records import (
+    ChunkFilters,
+    ChunkHit,
+    ChunkRecord,
+    DocState,
+    IndexInfo,
+    indexed_text,
+)
+from holodeck.vectorstore.redis import queries
+from holodeck.vectorstore.redis.fields import (
     MAX_TAG_BYTES,
     RECORD_FIELDS,
     TAG_FIELDS,
@@ -62,7 +72,7 @@ from holodeck.vectorstore.adapters.redis_fields import (
     text_of,
     to_hash,
 )
-from holodeck.vectorstore.adapters.redis_queries import (
+from holodeck.vectorstore.redis.queries import (
     BoundedAggregate,
     bm25std_idf,
     bounded,
@@ -70,16 +80,6 @@ from holodeck.vectorstore.adapters.redis_queries import (
     info_value,
     match_count,
     similarity,
-)
-from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
-from holodeck.vectorstore.keywords import redis_expression, redis_stems
-from holodeck.vectorstore.records import (
-    ChunkFilters,
-    ChunkHit,
-    ChunkRecord,
-    DocState,
-    IndexInfo,
-    indexed_text,
 )
 
 logger = logging.getLogger(__name__)
@@ -661,7 +661,7 @@ class RedisIndexAdapter:
     @contextmanager
     def _asking(self) -> Iterator[None]:
         """``_guard`` for a query of the Query Engine asked with ``QUERY_TIMEOUT_MS``
-        (``redis_queries``): one that ran out of it (the server's error, or a reply that took
+        (``queries``): one that ran out of it (the server's error, or a reply that took
         the whole budget: partial under its ``return`` policy) is refused with one error,
         never used."""
         started = time.monotonic()

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from redis.commands.search.aggregation import AggregateRequest
 from redis.commands.search.query import Query
 
-from holodeck.vectorstore.adapters.redis_fields import text_of
+from holodeck.vectorstore.redis.fields import text_of
 
 #: The time every query of holodeck's asks the Query Engine for (its ``TIMEOUT``, in ms).
 #: The server's own default (500 ms) with its default policy (``ON_TIMEOUT return``) hands

@@ -1,5 +1,5 @@
 """The keyword side of the SQLite index: BM25 over FTS5, from the postings file of a large
-index (``sqlite_postings``: the same scores, summed with numpy), otherwise from FTS5 itself,
+index (``postings``: the same scores, summed with numpy), otherwise from FTS5 itself,
 scoring only the rows that can still be among the best.
 
 ``holodeck.vectorstore.keywords`` says what a query asks (terms, identifiers); this module
@@ -28,22 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from holodeck.vectorstore.adapters import sqlite_query
-from holodeck.vectorstore.adapters.sqlite_postings import (
-    NOT_ONE_TOKEN,
-    KeywordFile,
-    View,
-    fts5_averages,
-    scores,
-)
-from holodeck.vectorstore.adapters.sqlite_postings import idf as _idf
-from holodeck.vectorstore.adapters.sqlite_query import (
-    Reader,
-    filter_sql,
-    library_count,
-    records_by_id,
-    scope_libs,
-)
 from holodeck.vectorstore.keywords import (
     BM25_K1,
     fts5_identifier,
@@ -52,6 +36,22 @@ from holodeck.vectorstore.keywords import (
     query_terms,
 )
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit, ChunkRecord
+from holodeck.vectorstore.sqlite import query as sqlite_query
+from holodeck.vectorstore.sqlite.postings import (
+    NOT_ONE_TOKEN,
+    KeywordFile,
+    View,
+    fts5_averages,
+    scores,
+)
+from holodeck.vectorstore.sqlite.postings import idf as _idf
+from holodeck.vectorstore.sqlite.query import (
+    Reader,
+    filter_sql,
+    library_count,
+    records_by_id,
+    scope_libs,
+)
 
 #: The float32 vectors of row ids (those still there), e.g. ``VectorIndex.vectors_of``.
 VectorsOf = Callable[[list[int]], dict[int, np.ndarray]]
@@ -128,7 +128,7 @@ def keyword_search(
 ) -> list[ChunkHit]:
     """BM25 over the full-text index inside the tenant's scope (score: higher is better).
 
-    A large index is scored from its postings file (``keywords``, ``sqlite_postings``) and
+    A large index is scored from its postings file (``keywords``, ``postings``) and
     FTS5 scores only the rows added since. Without one, ``prune``: score only the rows that
     can reach the top ``k`` on an index of ``PRUNE_MIN_ROWS`` or more (False: every match,
     the same answer); a large index is searched in parts of its row ids at once, each on its

@@ -5,9 +5,9 @@ A document's old chunks, vectors, full-text rows and state change in one transac
 next run repairs the rest, and a write costs that document's rows, never a rewrite.
 
 This module holds the connections, the transactions and the writes; the two search sides
-live beside it (``sqlite_vectors``: nearest vectors; ``sqlite_fulltext``: BM25, from
-``sqlite_postings``' file on a large index), on the
-query building they share (``sqlite_query``), and the schema in ``local_schema``. Every read
+live beside it (``vectors``: nearest vectors; ``fulltext``: BM25, from
+``postings``' file on a large index), on the
+query building they share (``query``), and the schema in ``schema``. Every read
 filters by the tenant's library ids.
 """
 
@@ -26,10 +26,6 @@ from typing import Any
 import numpy as np
 
 from holodeck.errors import IngestError
-from holodeck.vectorstore.adapters import sqlite_fulltext
-from holodeck.vectorstore.adapters.sqlite_postings import KeywordFile
-from holodeck.vectorstore.adapters.sqlite_query import CHUNK_COLUMNS, keyword_columns, record
-from holodeck.vectorstore.adapters.sqlite_vectors import VectorIndex
 from holodeck.vectorstore.records import (
     ChunkFilters,
     ChunkHit,
@@ -38,6 +34,10 @@ from holodeck.vectorstore.records import (
     IndexInfo,
     chunk_id_for,
 )
+from holodeck.vectorstore.sqlite import fulltext as sqlite_fulltext
+from holodeck.vectorstore.sqlite.postings import KeywordFile
+from holodeck.vectorstore.sqlite.query import CHUNK_COLUMNS, keyword_columns, record
+from holodeck.vectorstore.sqlite.vectors import VectorIndex
 
 #: The chunk with a derived id at a place (library, document, position).
 _DERIVED_AT = "lib = ? AND doc_id = ? AND chunk_index = ? AND derived = 1"

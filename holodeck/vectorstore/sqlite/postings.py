@@ -11,7 +11,7 @@ statistics (its row count and average row length, each term's current count of r
 terms in the same order, so the scores are ``bm25()``'s (the same rows, the same order;
 measured in benchmarks/README.md) at a fraction of the cost.
 
-The file is a cache kept in step with the chunks as the vector files are (``sqlite_vectors``):
+The file is a cache kept in step with the chunks as the vector files are (``vectors``):
 written at an ingest's last step under a new name, recorded in ``keyword_files`` with the
 point of ``chunks`` and ``changes`` it covers, the old file deleted after. What it lacks is
 taken from SQLite exactly: rows added since are scored by FTS5 (their row ids are higher than
@@ -37,15 +37,16 @@ from typing import Any
 
 import numpy as np
 
-from holodeck.vectorstore.adapters.local_schema import FTS_TOKENIZER
-from holodeck.vectorstore.adapters.sqlite_query import Reader, in_snapshot
-from holodeck.vectorstore.adapters.sqlite_vectors import (
+from holodeck.vectorstore.keywords import BM25_B, BM25_K1
+from holodeck.vectorstore.sqlite.query import Reader, in_snapshot
+from holodeck.vectorstore.sqlite.schema import FTS_TOKENIZER
+from holodeck.vectorstore.sqlite.side_files import (
+    SEQS,
     build_progress,
     out_of_reach,
     remove_strays,
     save_whole,
 )
-from holodeck.vectorstore.keywords import BM25_B, BM25_K1
 
 log = logging.getLogger("holodeck.vectorstore")
 
@@ -67,7 +68,6 @@ _TERMS_KEPT = 65_536
 #: What ``KeywordFile.term`` says of a term FTS5 reads as several tokens.
 NOT_ONE_TOKEN = -1
 
-_SEQS = "SELECT name, seq FROM sqlite_sequence"
 _FILE = "SELECT file, chunk_seq, change_seq, rows, postings FROM keyword_files"
 
 
@@ -306,7 +306,7 @@ class KeywordFile:
         name = f"{FILE_PREFIX}{uuid.uuid4().hex[:12]}{FILE_SUFFIX}"
         # what the file covers, and the rows read, from one snapshot
         seqs, (arrays, rows) = in_snapshot(
-            self._reader, lambda db: (dict(db.execute(_SEQS).fetchall()), _read_postings(db))
+            self._reader, lambda db: (dict(db.execute(SEQS).fetchall()), _read_postings(db))
         )
         save_whole(lambda path: _save(path, arrays, rows), self._folder, name)
         with writing() as db:  # the file is whole on disk before the database names it
@@ -383,7 +383,7 @@ def scores(
 
 def _state(db: sqlite3.Connection) -> tuple[Any, ...]:
     return (
-        *db.execute(_SEQS).fetchall(),
+        *db.execute(SEQS).fetchall(),
         db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone(),
         db.execute(_FILE).fetchone(),
     )
@@ -423,7 +423,8 @@ def _read_postings(db: sqlite3.Connection) -> tuple[dict[str, np.ndarray], int]:
         lengths = np.zeros(last + 1, dtype=np.int64)
         docs_parts, freq_parts, starts = [], [], [np.zeros(1, np.int64)]
         held = 0
-        with build_progress("keyword index", int(counts.sum()), "words") as advance:
+        words = int(counts.sum())
+        with build_progress("keyword index", words, POSTINGS_MIN_ROWS, "words") as advance:
             for lo, hi in _term_blocks(counts):
                 docs, freqs, per_term = _read_block(db, terms, counts, lo, hi, lengths)
                 docs_parts.append(docs)

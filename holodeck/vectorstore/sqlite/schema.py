@@ -11,8 +11,8 @@ ancestor id, content, metadata), ``vectors`` (float32 BLOBs, searched by numpy i
 chunk's heading path and text, kept in step by the adapter), ``changes`` (ids of vectors
 deleted or moved, so a reader's in-memory matrix follows the change instead of reloading),
 ``vector_files`` (each large library's approximate index file and the point of ``chunks``
-and ``changes`` it covers: ``sqlite_vectors``), ``keyword_files`` (the same for a large
-index's postings file: ``sqlite_postings``) and ``meta`` (the model and dimensions of
+and ``changes`` it covers: ``vectors``), ``keyword_files`` (the same for a large
+index's postings file: ``postings``) and ``meta`` (the model and dimensions of
 the index).
 """
 
@@ -23,9 +23,9 @@ import time
 import uuid
 from collections.abc import Callable
 
-from holodeck.vectorstore.adapters.sqlite_query import keyword_columns
 from holodeck.vectorstore.keywords import idents_text, words_text
 from holodeck.vectorstore.records import chunk_id_for
+from holodeck.vectorstore.sqlite.query import keyword_columns
 
 #: Porter-stemmed words; ``-_.`` inside tokens only matter in ``idents`` (``words`` has none).
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2 tokenchars '-_.'"
@@ -166,7 +166,7 @@ def m002_fts_words_and_idents(db: sqlite3.Connection) -> None:
 
 @migration
 def m003_vector_files(db: sqlite3.Connection) -> None:
-    # The approximate index file of a large library (sqlite_vectors): its name, the last
+    # The approximate index file of a large library (vectors): its name, the last
     # chunk id and change it covers, its vector count (checked when it is opened), and how
     # many entries were removed from it since it was built.
     db.execute(
@@ -206,7 +206,7 @@ def m005_sections_keyword_indexed(db: sqlite3.Connection) -> None:
 
 @migration
 def m006_keyword_files(db: sqlite3.Connection) -> None:
-    # The postings file of a large index (sqlite_postings): its name, the last chunk id and
+    # The postings file of a large index (postings): its name, the last chunk id and
     # change it covers, and its rows and postings (checked when it is opened). One at most.
     db.execute(
         """CREATE TABLE keyword_files (

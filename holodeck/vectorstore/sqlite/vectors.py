@@ -5,7 +5,7 @@ searched exactly: its vectors are read once per process into one matrix and scan
 numpy. A library of ``ANN_MIN_ROWS`` chunks or more also gets an approximate index file beside
 the database (``vectors-<lib>-<id>.ivf``: faiss's inverted file of 4-bit fast-scan codes, 48
 bytes a 384-dim vector, read whole by a process that searches the library) and its 8-bit
-codes (``sqlite_codes``, memory-mapped); a search scans the lists nearest the query by the
+codes (``codes``, memory-mapped); a search scans the lists nearest the query by the
 4-bit codes, ranks their best candidates by the 8-bit codes (the 4-bit ones are too coarse
 to rank them) and re-scores the best few exactly with their float32 vectors from SQLite. A
 filter leaving few rows ranks those rows by their 8-bit codes directly. An inverted file, not
@@ -29,11 +29,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import sqlite3
-import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -43,15 +40,24 @@ from typing import Any
 
 import numpy as np
 
-from holodeck.vectorstore.adapters import sqlite_codes, sqlite_lists, sqlite_query
-from holodeck.vectorstore.adapters.sqlite_query import (
+from holodeck.vectorstore.records import ChunkFilters, ChunkHit
+from holodeck.vectorstore.sqlite import codes as sqlite_codes
+from holodeck.vectorstore.sqlite import lists as sqlite_lists
+from holodeck.vectorstore.sqlite import query as sqlite_query
+from holodeck.vectorstore.sqlite.query import (
     Reader,
     allowed_ids,
     in_snapshot,
     records_by_id,
     scope_libs,
 )
-from holodeck.vectorstore.records import ChunkFilters, ChunkHit
+from holodeck.vectorstore.sqlite.side_files import (
+    SEQS,
+    build_progress,
+    out_of_reach,
+    remove_strays,
+    save_whole,
+)
 
 log = logging.getLogger("holodeck.vectorstore")
 
@@ -71,7 +77,7 @@ PATCH_SHARE = 0.01
 REBUILD_REMOVED_SHARE = 0.2
 #: Vectors per list: a library of n gets the power of two nearest n / ROWS_PER_LIST lists
 #: (1,024 at 100,000 chunks, 8,192 at 1,000,000), drawn by k-means (in two levels from 256
-#: lists: ``sqlite_lists``) from a sample of TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS
+#: lists: ``lists``) from a sample of TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS
 #: rounds (faiss's default rounds). At
 #: 1,000,000 a sample of 32 a list cut k-means from 154 to 95 s but lost a point of recall@10
 #: at the same lists read (0.9805 against 0.9915 at 256: benchmarks/README.md).
@@ -93,7 +99,7 @@ RELIST_FACTOR = 4
 #: A search reads at least this many lists (every list of a file of up to 1,024).
 MIN_PROBES = 1024
 #: Candidates taken from the lists by their 4-bit codes and ranked by their 8-bit codes
-#: (``sqlite_codes``); the best RESCORED of those (at least ``k``) are re-scored exactly.
+#: (``codes``); the best RESCORED of those (at least ``k``) are re-scored exactly.
 CANDIDATES = 3000
 RESCORED = 40
 #: Vectors added to a file per call while it is built (progress moves after each).
@@ -103,7 +109,6 @@ FILE_SUFFIX = ".ivf"
 #: Files of earlier versions (usearch's HNSW graph): never read, rebuilt at the next ingest.
 OLD_SUFFIXES = (".usearch",)
 
-_SEQS = "SELECT name, seq FROM sqlite_sequence"
 _FILES = "SELECT lib, file, chunk_seq, change_seq, count, removed FROM vector_files"
 #: Rows of a library the file made at (chunk_seq, change_seq) lacks.
 _SINCE = "AND (id > ? OR id IN (SELECT id FROM changes WHERE seq > ?))"
@@ -333,7 +338,7 @@ class VectorIndex:
 
     def _follow_changes(self, db: sqlite3.Connection) -> None:
         """Apply what other connections committed since the last look (cheap when nothing)."""
-        seqs = dict(db.execute(_SEQS).fetchall())
+        seqs = dict(db.execute(SEQS).fetchall())
         epoch = db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
         now = (int(seqs.get("chunks", 0)), int(seqs.get("changes", 0)), epoch[0] if epoch else "")
         seen, self._seen = self._seen, now
@@ -498,7 +503,7 @@ class VectorIndex:
             db.execute("BEGIN")  # what the file covers, and the rows read, from one snapshot
             try:
                 old = _file_rows(db).get(lib)
-                seqs = dict(db.execute(_SEQS).fetchall())
+                seqs = dict(db.execute(SEQS).fetchall())
                 where: str = ""
                 args: tuple[Any, ...] = ()
                 assigning: AbstractContextManager[None] = contextlib.nullcontext()
@@ -592,7 +597,7 @@ class VectorIndex:
         sql = f"SELECT count(*) FROM chunks WHERE lib = ? {where}"
         n = db.execute(sql, (lib, *args)).fetchone()[0]
         sql = f"SELECT id, vector FROM vectors WHERE lib = ? {where}"
-        with build_progress(f"vector index of library {lib}", n) as advance:
+        with build_progress(f"vector index of library {lib}", n, ANN_MIN_ROWS) as advance:
             for block in _blocks(db, sql, (lib, *args), n, BUILD_ROWS):
                 keys = np.array([row_id for row_id, _ in block], dtype=np.int64)
                 data = b"".join(blob for _, blob in block)
@@ -617,18 +622,6 @@ class VectorIndex:
         """The file of each library that has one (for ``store info``)."""
         with self._reader.reading() as db:
             return {lib: row.file for lib, row in _file_rows(db).items()}
-
-
-def out_of_reach(db: sqlite3.Connection, chunk_seq: int, change_seq: int) -> str:
-    """Why a file made at (``chunk_seq``, ``change_seq``) cannot be brought up to date from
-    the database ('' when it can): the change log was trimmed past it, or it is newer."""
-    oldest = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
-    seqs = dict(db.execute(_SEQS).fetchall())
-    if oldest is not None and oldest > change_seq + 1:
-        return "the change log no longer reaches back to it"
-    if chunk_seq > int(seqs.get("chunks", 0)):
-        return "it is newer than the database"
-    return ""
 
 
 def _file_rows(db: sqlite3.Connection) -> dict[int, _FileRow]:
@@ -685,20 +678,6 @@ def _save_whole(index: Any, folder: Path, name: str) -> None:
     import faiss
 
     save_whole(lambda path: faiss.write_index(index, path), folder, name)
-
-
-def save_whole(save: Callable[[str], None], folder: Path, name: str) -> None:
-    """Write ``folder/name`` whole or not at all: ``save`` writes a temp file, which is
-    synced and renamed (a kill leaves the temp file, which the next upkeep removes)."""
-    temp = folder / f".{name}.tmp"
-    try:
-        save(str(temp))
-        with open(temp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(temp, folder / name)
-        _fsync_folder(folder)
-    finally:
-        temp.unlink(missing_ok=True)
 
 
 def _open_view(path: Path) -> Any:
@@ -781,54 +760,3 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` best scores, best first (ties: the earlier row first)."""
     cut = np.argpartition(-scores, k - 1)[:k] if scores.size > k else np.arange(scores.size)
     return cut[np.lexsort((cut, -scores[cut]))]
-
-
-def remove_strays(folder: Path, prefix: str, suffix: str, named: set[str]) -> None:
-    """Delete the files of a kind (``prefix``...``suffix``) that ``named`` does not hold:
-    replaced ones, and the temp files a kill left."""
-    for path in folder.iterdir():
-        stray = path.name.startswith(f".{prefix}") and path.name.endswith(".tmp")
-        stray |= path.name.startswith(prefix) and path.name.endswith(suffix)
-        if stray and path.name not in named:
-            path.unlink(missing_ok=True)
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable."""
-    with contextlib.suppress(OSError):  # some file systems cannot open a folder
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-@contextlib.contextmanager
-def build_progress(
-    label: str, total: int, unit: str = "vectors"
-) -> Iterator[Callable[[int], None]]:
-    """Progress of a long build: a bar on a terminal, a log line at every tenth otherwise;
-    nothing for a small one or under ``-q``."""
-    if total < ANN_MIN_ROWS or not log.isEnabledFor(logging.INFO):
-        yield lambda n: None
-        return
-    if sys.stderr.isatty():
-        from rich.progress import Progress
-
-        from holodeck.console import make_console
-
-        with Progress(console=make_console(stderr=True), transient=True) as bar:
-            task = bar.add_task(f"Building the {label}", total=total)
-            yield lambda n: bar.advance(task, n)
-        return
-    done, shown, started = 0, 0, time.monotonic()
-
-    def advance(n: int) -> None:
-        nonlocal done, shown
-        done += n
-        if done * 10 // total > shown:
-            shown = done * 10 // total
-            log.info("Building the %s: %d%% of %s %s", label, 10 * shown, f"{total:,}", unit)
-
-    yield advance
-    log.info("Built the %s in %.1f s", label, time.monotonic() - started)
