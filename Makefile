@@ -29,11 +29,12 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
-## lint: ruff and mypy
+## lint: ruff, mypy and the import layers (pyproject's importlinter contracts)
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check holodeck tests benchmarks
 	$(BIN)/ruff format --check holodeck
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## bench: the benchmarks of benchmarks/README.md
 bench: $(VENV)/.installed-test

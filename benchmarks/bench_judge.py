@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from holodeck.agent.providers import KEY_VARIABLES
 from holodeck.config.models import ModelConfig
 from holodeck.evaluations.judge import Judge, JudgeError, Usage
 from holodeck.evaluations.rag import RagInputs, score_rag
+from holodeck.providers import KEY_VARIABLES
 
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "data" / "judge_labels.json"

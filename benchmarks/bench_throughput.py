@@ -48,9 +48,10 @@ from typing import Any
 
 from _common import make_project
 
+from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
 from holodeck.ingest.convert import ConversionError, convert
-from holodeck.ingest.discover import DEFAULT_FILE_TYPES, discover
+from holodeck.ingest.discover import discover
 from holodeck.ingest.prefetch import prepare
 
 #: The agent's defaults (make_project({}) sets no chunking).

@@ -262,7 +262,8 @@ def example_case(source: Path) -> ExampleCase | None:
 def opt_in_types(source: Path) -> dict[str, int]:
     """The file types a tool reads only when asked (.docx .pptx .xlsx .html .htm) that
     ``source`` holds, with how many files of each, in the order of ``ALL_FILE_TYPES``."""
-    from holodeck.ingest.discover import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, discover
+    from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES
+    from holodeck.ingest.discover import discover
 
     optional = [t for t in ALL_FILE_TYPES if t not in DEFAULT_FILE_TYPES]
     counts = {t: 0 for t in optional}
@@ -277,7 +278,7 @@ def agent_yaml(
     """The text of a minimal, valid agent.yaml with comments that say what to change."""
     types = ""
     if enabled:
-        from holodeck.ingest.discover import DEFAULT_FILE_TYPES
+        from holodeck.config.file_types import DEFAULT_FILE_TYPES
 
         found = ", ".join(f"{n} {t}" for t, n in enabled.items())
         listed = ", ".join([*DEFAULT_FILE_TYPES, *enabled])

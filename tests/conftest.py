@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from fake_openai import fake_openai  # noqa: F401  (the per-test fake LLM server fixture)
 from redis_server import (  # tests/ is on sys.path (rootdir-relative conftest)
     RedisServer,
     drop_index,

@@ -19,13 +19,13 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from holodeck.agent.providers import (
+from holodeck.errors import LLMError
+from holodeck.providers import (
     CHAT_RETRIES,
     DEFAULT_ANTHROPIC_ENDPOINT,
     Connection,
     describe_error,
 )
-from holodeck.errors import LLMError
 
 if TYPE_CHECKING:
     import anthropic  # noqa: F401  (imported where used: it takes seconds)

@@ -21,18 +21,18 @@ if TYPE_CHECKING:  # imported when a model is asked: a retrieval-only run never 
     import openai
 
 from holodeck.agent.anthropic import AnthropicChat
-from holodeck.agent.providers import (
+from holodeck.config.envsubst import environment_for
+from holodeck.config.loader import Project
+from holodeck.config.models import ModelConfig
+from holodeck.errors import ConfigError, HoloDeckError, LLMError
+from holodeck.providers import (
     Connection,
     connection_for,
     describe_error,
     make_async_client,
 )
-from holodeck.config.envsubst import environment_for
-from holodeck.config.loader import Project
-from holodeck.config.models import ModelConfig
-from holodeck.errors import ConfigError, HoloDeckError, LLMError
+from holodeck.results import SearchResult
 from holodeck.tools.callables import CallableTool, ToolError, ToolUnavailable
-from holodeck.tools.formatting import SearchResult
 from holodeck.tools.vectorstore_tool import VectorStoreTool, clean_query
 
 DEFAULT_MAX_TOOL_ROUNDS = 5

@@ -13,9 +13,14 @@ import json
 from rich.text import Text
 
 from holodeck.agent.loop import Agent, ToolCallRecord
-from holodeck.chat.results import MAX_WIDTH, highlighted, result_header, result_lines
-from holodeck.chat.snippets import query_terms
-from holodeck.tools.formatting import SearchResult
+from holodeck.results import (
+    MAX_WIDTH,
+    SearchResult,
+    highlighted,
+    query_terms,
+    result_header,
+    result_lines,
+)
 
 COMMANDS = (
     ("/help", "this list"),

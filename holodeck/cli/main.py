@@ -15,6 +15,8 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -23,6 +25,7 @@ from holodeck import __version__
 from holodeck.errors import ConfigError, HoloDeckError
 from holodeck.logs import setup_logging
 from holodeck.redact import redact_url
+from holodeck.vectorstore.progress import show_with
 
 
 class HoloDeckGroup(click.Group):
@@ -113,6 +116,17 @@ def _add_verbosity_options(command: click.Command) -> None:
 def cli(ctx: click.Context) -> None:
     """HoloDeck: turn folders of documents into knowledge bases an AI agent can search."""
     ctx.ensure_object(dict)
+    if sys.stderr.isatty():
+        show_with(_terminal_bar)
+
+
+@contextmanager
+def _terminal_bar(title: str, total: int, unit: str) -> Iterator[Callable[[int], None]]:
+    """A store's long build as a bar on the terminal (rich loads only when one is drawn)."""
+    from holodeck.cli.progress import build_bar
+
+    with build_bar(title, total) as advance:
+        yield advance
 
 
 cli.params.extend(_verbosity_options())

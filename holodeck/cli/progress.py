@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 import click
@@ -249,3 +249,11 @@ def _short(n: int) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f}k" if n < 10_000 else f"{n // 1000}k"
     return f"{n / 1_000_000:.1f}M"
+
+
+@contextmanager
+def build_bar(title: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A bar on stderr for one long build, gone when it ends."""
+    with RichProgress(console=make_console(stderr=True), transient=True) as bar:
+        task = bar.add_task(title, total=total)
+        yield lambda n: bar.advance(task, n)

@@ -17,8 +17,8 @@ import click
 from holodeck.cli.options import FiniteRange, agent_option, agent_path
 from holodeck.config.loader import load_project
 from holodeck.embeddings.local import LocalOnnxEmbedder
+from holodeck.results import SearchResult, search_json, tool_results_json
 from holodeck.retrieval.fusion import MODES, SearchMode
-from holodeck.tools.formatting import SearchResult, search_json, tool_results_json
 from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools, clean_query, settle
 from holodeck.vectorstore.records import ChunkFilters
 
@@ -205,8 +205,8 @@ def _show_on_terminal(
     match, highlighted (``full``: the whole passage), fitted to the terminal."""
     from rich.text import Text
 
-    from holodeck.chat.results import result_lines
     from holodeck.console import make_console
+    from holodeck.results import result_lines
 
     console = make_console(highlight=False, soft_wrap=full)
     blocks: list[Any] = []

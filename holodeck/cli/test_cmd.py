@@ -26,8 +26,9 @@ from holodeck.config.loader import load_project
 from holodeck.config.models import TestCase
 from holodeck.console import make_console
 from holodeck.errors import ConfigError
-from holodeck.evaluations.baseline import DEFAULT_MAX_DROP, compare, load_baseline
+from holodeck.testing.baseline import DEFAULT_MAX_DROP, compare, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
+from holodeck.testing.outcomes import CaseResult, SuiteResult
 from holodeck.testing.reports import (
     FORMATS,
     baseline_line,
@@ -37,12 +38,7 @@ from holodeck.testing.reports import (
     write_junit,
     write_report,
 )
-from holodeck.testing.runner import (
-    DEFAULT_CASE_TIMEOUT,
-    CaseResult,
-    SuiteResult,
-    TestRunner,
-)
+from holodeck.testing.runner import DEFAULT_CASE_TIMEOUT, TestRunner
 from holodeck.tools.callables import CallableTool
 from holodeck.tools.function_tool import load_function_tools
 from holodeck.tools.initialize import agent_functions

@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from holodeck.config.models import ModelConfig, StrictModel
+from holodeck.config.base import StrictModel
+from holodeck.config.llm import ModelConfig
 
 #: Standard metrics holodeck computes, in the order the README lists them.
 STANDARD_METRICS = ("equality", "numeric", "f1_score", "rouge", "bleu")
@@ -307,16 +308,3 @@ class EvaluationConfig(StrictModel):
     def _unique(self) -> EvaluationConfig:
         unique_metrics(self.metrics)
         return self
-
-
-def _complete_models() -> None:
-    """Resolve the ``evaluations`` fields of test cases, turns and AgentConfig (models.py
-    names these classes only for type checkers: each module needs the other's classes)."""
-    from holodeck.config import models
-
-    names = {"EvaluationConfig": EvaluationConfig, "Metric": Metric}
-    for model in (models.Checks, models.Turn, models.TestCase, models.AgentConfig):
-        model.model_rebuild(_types_namespace=names)
-
-
-_complete_models()

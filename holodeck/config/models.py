@@ -7,23 +7,21 @@ contract leaves open (chunking, test cases, the LLM) is added with plain names.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
     Field,
     PrivateAttr,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from holodeck.config.base import StrictModel, require_unique_names
+from holodeck.config.evaluations import EvaluationConfig, Metric, unique_metrics
+from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
+from holodeck.config.llm import ModelConfig
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig, ToolName
-from holodeck.ingest.discover import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
-
-if TYPE_CHECKING:
-    from holodeck.config.evaluations import EvaluationConfig, Metric
 
 #: Embedding models the OpenAI API offers (contract rule 4).
 OPENAI_EMBEDDING_MODELS = (
@@ -132,29 +130,6 @@ class VectorStoreToolConfig(StrictModel):
                 f"chunk_size ({self.chunk_size})"
             )
         return self
-
-
-class ModelConfig(StrictModel):
-    """The LLM behind chat and test; without it they run in retrieval-only mode."""
-
-    provider: Literal["openai", "azure_openai", "ollama", "anthropic"]
-    name: str = Field(min_length=1, description="Model (or Azure deployment) name.")
-    endpoint: str | None = None
-    api_key: str | None = Field(
-        default=None, description="Exactly one ${VAR}, without a default: never a literal key."
-    )
-    api_version: str | None = None
-    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
-
-    @field_validator("temperature")
-    @classmethod
-    def _anthropic_temperature(cls, value: float | None, info: ValidationInfo) -> float | None:
-        """Anthropic's API takes 0-1: refused here, not left to fail (or be clipped) there."""
-        if info.data.get("provider") == "anthropic" and value is not None and value > 1:
-            raise ValueError("above 1, the most provider anthropic takes")
-        return value
 
 
 class ShortForm(StrictModel):
@@ -361,7 +336,6 @@ class Checks(StrictModel):
     @field_validator("evaluations")
     @classmethod
     def _unique_metrics(cls, metrics: list[Any] | None) -> list[Any] | None:
-        from holodeck.config.evaluations import unique_metrics
 
         return unique_metrics(metrics) if metrics else metrics
 
@@ -561,8 +535,3 @@ class AgentConfig(StrictModel):
     def tenant_id(self) -> str:
         """Tenant of this agent's knowledge bases in a shared index."""
         return self.tenant or self.name
-
-
-# The evaluation models build on ModelConfig and StrictModel above: imported last, they
-# complete TestCase and AgentConfig (see the end of evaluations.py).
-from holodeck.config import evaluations as _evaluations  # noqa: E402, F401

@@ -16,16 +16,16 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 import numpy as np
 import openai
 
-from holodeck.agent.providers import (
+from holodeck.config.models import ModelConfig
+from holodeck.embeddings.catalog import facts
+from holodeck.embeddings.tiktoken_offline import TiktokenCounter
+from holodeck.errors import EmbeddingError
+from holodeck.providers import (
     Connection,
     connection_for,
     describe_error,
     make_sync_client,
 )
-from holodeck.config.models import ModelConfig
-from holodeck.embeddings.catalog import facts
-from holodeck.embeddings.tiktoken_offline import TiktokenCounter
-from holodeck.errors import EmbeddingError
 
 log = logging.getLogger("holodeck.embeddings")
 

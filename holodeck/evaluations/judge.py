@@ -31,15 +31,15 @@ if TYPE_CHECKING:  # imported when a judge is asked: runs without evaluations ne
     from openai.types.chat import ChatCompletion
 
 from holodeck.agent.anthropic import AnthropicChat, messages_request, read_message
-from holodeck.agent.providers import (
+from holodeck.config.models import ModelConfig
+from holodeck.evaluations.cache import JudgeCache, cache_key
+from holodeck.evaluations.standard import without_fence
+from holodeck.providers import (
     Connection,
     connection_for,
     describe_error,
     make_async_client,
 )
-from holodeck.config.models import ModelConfig
-from holodeck.evaluations.cache import JudgeCache, cache_key
-from holodeck.evaluations.standard import without_fence
 
 #: Bumped when the prompts or the reply schemas change, so cached replies are not reused.
 PROMPT_VERSION = 1

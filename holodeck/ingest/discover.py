@@ -27,7 +27,6 @@ Rules users rely on:
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,15 +34,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
 from holodeck.errors import ValidationError
 
 if TYPE_CHECKING:
     import pathspec
 
-#: The contract's five file types, ingested when a tool sets no ``file_types``.
-DEFAULT_FILE_TYPES = (".txt", ".md", ".pdf", ".csv", ".json")
-#: Every file type holodeck can convert; those beyond the default are opt-in per tool.
-ALL_FILE_TYPES = (*DEFAULT_FILE_TYPES, ".docx", ".pptx", ".xlsx", ".html", ".htm")
 #: The ignore file read from the top of a source folder.
 IGNORE_FILE = ".holodeckignore"
 
@@ -128,22 +124,6 @@ def discover(
     result.found.sort(key=lambda f: f[1])
     result.skipped.sort(key=lambda s: s.rel_path)
     return result
-
-
-def ignore_spec(patterns: list[str]) -> pathspec.PathSpec | None:
-    """Compile gitignore-style patterns (None when there are none); ValueError if invalid,
-    saying why (pathspec lets the regex error of a range like ``[z-a]`` through)."""
-    lines = [p for p in patterns if p.strip() and not p.lstrip().startswith("#")]
-    if not lines:
-        return None
-    import pathspec  # only for a tool with patterns: a search checks its files first
-
-    try:
-        return pathspec.GitIgnoreSpec.from_lines(lines)
-    except re.error as exc:
-        raise ValueError(exc.msg) from None
-    except ValueError:  # pathspec's own message only repeats the pattern
-        raise ValueError("") from None
 
 
 def _ignore_file_lines(source: Path) -> list[str]:

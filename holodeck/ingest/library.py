@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.config.project_id import source_label
-from holodeck.ingest.discover import DEFAULT_FILE_TYPES, SourceFile, discover
+from holodeck.ingest.discover import SourceFile, discover
 from holodeck.vectorstore.records import DocState
 from holodeck.vectorstore.store import VectorStore
 

@@ -12,6 +12,8 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from holodeck.vectorstore.records import range_name
+
 #: Units counted as newlines of the converted text rather than listed as anchors.
 _LINE_UNITS = ("line", "row")
 
@@ -88,12 +90,3 @@ def _locate_lines(text: str, anchors: Anchors, spans: list[tuple[int, int]]) -> 
         last = line_at(max(start, end - 1))
         names.append(range_name(anchors.unit, str(first), str(last)))
     return names
-
-
-def range_name(unit: str, first: str, last: str) -> str:
-    """``page 3``, ``pages 3-4``, ``sheet Budget``, ``sheets Budget to Summary``: how every
-    location is named (chunks here, merged passages in ``holodeck.retrieval.passages``)."""
-    if first == last:
-        return f"{unit} {first}"
-    joiner = "-" if first.isdigit() and last.isdigit() else " to "
-    return f"{unit}s {first}{joiner}{last}"

@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from holodeck.ingest.locations import range_name
-from holodeck.vectorstore.records import ChunkRecord
+from holodeck.vectorstore.records import ChunkRecord, range_name
 
 #: A passage never grows past this many chunks (the answer stays a few chunks long).
 MAX_CHUNKS = 3

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from holodeck import __version__
 from holodeck.errors import HoloDeckError
 from holodeck.redact import redact_url
-from holodeck.tools.formatting import search_json, tool_results_json
+from holodeck.results import search_json, tool_results_json
 from holodeck.tools.vectorstore_tool import VectorStoreTool, clean_query
 
 log = logging.getLogger("holodeck.serve")

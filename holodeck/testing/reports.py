@@ -20,7 +20,7 @@ from holodeck.config.models import ExpectedTool, Turn
 from holodeck.errors import ConfigError
 from holodeck.evaluations.evaluator import MetricResult
 from holodeck.testing.checks import Check
-from holodeck.testing.runner import CaseResult, SuiteResult, TurnResult
+from holodeck.testing.outcomes import CaseResult, SuiteResult, TurnOutcome
 
 ReportFormat = Literal["json", "markdown"]
 FORMATS: dict[str, ReportFormat] = {"json": "json", "markdown": "markdown", "md": "markdown"}
@@ -152,7 +152,7 @@ def _checks(result: CaseResult) -> list[dict[str, Any]]:
     return out + [check_dict(c) for c in result.checks if id(c) not in in_turns]
 
 
-def turn_dict(turn: TurnResult, step: Turn) -> dict[str, Any]:
+def turn_dict(turn: TurnOutcome, step: Turn) -> dict[str, Any]:
     """One turn of a multi-turn case."""
     return {
         "turn": turn.index,

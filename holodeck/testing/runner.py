@@ -17,22 +17,17 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
 
 from holodeck.agent.loop import Agent, ToolCallRecord
-from holodeck.chat.snippets import passages
 from holodeck.config.loader import Project
 from holodeck.config.models import TestCase, Turn
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.factory import make_local_embedder
 from holodeck.errors import ConfigError
-from holodeck.evaluations.baseline import BaselineResult
-from holodeck.evaluations.evaluator import Evaluator, MetricResult
-from holodeck.evaluations.judge import Usage
+from holodeck.evaluations.evaluator import Evaluator
 from holodeck.redact import redact
-from holodeck.testing import metrics
+from holodeck.results import pieces
 from holodeck.testing.checks import (
     Check,
     best_similarity,
@@ -43,140 +38,11 @@ from holodeck.testing.checks import (
     normalize_source,
     source_ranks,
 )
+from holodeck.testing.outcomes import CaseResult, Mode, SuiteResult, TurnOutcome
 from holodeck.tools.initialize import Offered
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 log = logging.getLogger("holodeck.testing")
-
-Status = Literal["passed", "failed", "error"]
-TurnStatus = Literal["passed", "failed", "error", "skipped"]
-Mode = Literal["llm", "retrieval-only"]
-
-
-@dataclass
-class TurnResult:
-    """One message of a case: what it produced and how it was judged."""
-
-    index: int  # 1-based position among the case's turns
-    input: str
-    status: TurnStatus = "passed"
-    reason: str = ""  # why it failed, errored or was skipped
-    checks: list[Check] = field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    answer: str | None = None  # the LLM's answer (None in retrieval-only mode)
-    latency: float = 0.0  # seconds the agent turn (or the searches) took; up to an error
-    source_ranks: dict[str, int | None] = field(default_factory=dict)
-    rounds: int = 0
-    error_type: str | None = None
-    metrics: list[MetricResult] = field(default_factory=list)  # evaluations:, in order
-
-
-@dataclass
-class CaseResult:
-    """Everything one case did and how it was judged; for several turns, rolled up.
-
-    ``checks``, ``tool_calls`` and ``rounds`` gather every turn's, ``answer`` is the last
-    turn's, ``latency`` their sum and ``source_ranks`` each expected source's best rank.
-    """
-
-    index: int  # 1-based position among the cases run
-    case: TestCase
-    status: Status
-    reason: str  # why it failed or errored ("" when it passed)
-    checks: list[Check] = field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    answer: str | None = None  # the LLM's (last) answer (None in retrieval-only mode)
-    latency: float = 0.0  # seconds the agent turns (or the searches) took; up to an error
-    seconds: float = 0.0  # the whole case, checks included
-    source_ranks: dict[str, int | None] = field(default_factory=dict)
-    rounds: int = 0
-    error_type: str | None = None
-    metrics: list[MetricResult] = field(default_factory=list)  # evaluations:, in order
-    turns: list[TurnResult] = field(default_factory=list)
-
-    @property
-    def multi_turn(self) -> bool:
-        """Whether the case is a conversation of ``turns``."""
-        return self.case.turns is not None
-
-    @property
-    def ground_truth_score(self) -> float | None:
-        """The similarity the ground_truth check measured (the lowest over the turns)."""
-        scores = [c.score for c in self.checks if c.kind == "ground_truth" and c.score is not None]
-        return min(scores) if scores else None
-
-    @property
-    def first_rank(self) -> int | None:
-        """Best rank of any expected source (None: none retrieved or none expected)."""
-        found = [r for r in self.source_ranks.values() if r is not None]
-        return min(found) if found else None
-
-
-@dataclass
-class SuiteResult:
-    """A whole run: the cases in their order, and the suite metrics."""
-
-    agent_name: str
-    agent_file: str
-    mode: Mode
-    model: str | None
-    started_at: datetime
-    seconds: float
-    results: list[CaseResult]
-    top_k: int | None  # the tools' top_k when they share one (the k of hit rate@k)
-    judge: Usage = field(default_factory=Usage)  # what the evaluation judges cost
-    judges: list[str] = field(default_factory=list)  # provider:name of each judge used
-    baseline: BaselineResult | None = None  # set by the --baseline comparison
-    not_run: int = 0  # cases left when the run was interrupted (Ctrl-C)
-
-    def count(self, status: Status) -> int:
-        """Cases with this status."""
-        return sum(1 for r in self.results if r.status == status)
-
-    @property
-    def passed(self) -> int:
-        """Cases that passed."""
-        return self.count("passed")
-
-    @property
-    def failed(self) -> int:
-        """Cases with a failing check."""
-        return self.count("failed")
-
-    @property
-    def errors(self) -> int:
-        """Cases that could not run to the end."""
-        return self.count("error")
-
-    @property
-    def pass_rate(self) -> float | None:
-        """Passed over all cases run."""
-        return metrics.pass_rate(self.passed, len(self.results))
-
-    @property
-    def retrieval(self) -> metrics.RetrievalMetrics:
-        """Hit rate, MRR and recall over the cases with expected_sources that ran."""
-        ranked = [
-            list(r.source_ranks.values())
-            for r in self.results
-            if r.status != "error" and r.source_ranks
-        ]
-        return metrics.retrieval_metrics(ranked)
-
-    def latency(self, q: float) -> float | None:
-        """Percentile ``q`` of the latency of the cases that ran without an error."""
-        return metrics.percentile([r.latency for r in self.results if r.status != "error"], q)
-
-    @property
-    def exit_code(self) -> int:
-        """130 when interrupted, 3 when a case errored (runtime failure), else 1 when one
-        failed, else 0."""
-        if self.not_run:
-            return 130
-        if self.errors:
-            return 3
-        return 1 if self.failed else 0
-
 
 CaseCallback = Callable[[int, TestCase], None]
 DoneCallback = Callable[[CaseResult], None]
@@ -338,7 +204,7 @@ class TestRunner:
     async def _run_turns(self, case: TestCase, result: CaseResult, agent: Agent | None) -> None:
         """The case's turns in order; after a turn that errored the rest are skipped."""
         for n, step in enumerate(case.steps, start=1):
-            turn = TurnResult(n, step.input)
+            turn = TurnOutcome(n, step.input)
             result.turns.append(turn)
             if any(t.status == "error" for t in result.turns):
                 turn.status = "skipped"
@@ -360,12 +226,12 @@ class TestRunner:
             0.0, elapsed - sum(t.latency for t in result.turns[:-1])
         )
         for n in range(len(result.turns) + 1, len(case.steps) + 1):
-            skipped = TurnResult(n, case.steps[n - 1].input, status="skipped")
+            skipped = TurnOutcome(n, case.steps[n - 1].input, status="skipped")
             skipped.reason = "not run: an earlier turn errored"
             result.turns.append(skipped)
 
     async def _run_turn(
-        self, case: TestCase, step: Turn, turn: TurnResult, agent: Agent | None
+        self, case: TestCase, step: Turn, turn: TurnOutcome, agent: Agent | None
     ) -> None:
         """One message: produce (search or agent turn), then check; errors end up in ``turn``."""
         started = time.perf_counter()
@@ -403,7 +269,7 @@ class TestRunner:
         names = list(dict.fromkeys(t.name for t in step.expected_tools or []))
         return [self._by_name[n] for n in names] if names else list(self.tools)
 
-    async def _retrieve(self, step: Turn, turn: TurnResult) -> None:
+    async def _retrieve(self, step: Turn, turn: TurnOutcome) -> None:
         """The input as the query of each tool, concurrently."""
         started = time.perf_counter()
         turn.tool_calls = list(
@@ -411,7 +277,7 @@ class TestRunner:
         )
         turn.latency = time.perf_counter() - started
 
-    async def _converse(self, case: TestCase, agent: Agent, step: Turn, turn: TurnResult) -> None:
+    async def _converse(self, case: TestCase, agent: Agent, step: Turn, turn: TurnOutcome) -> None:
         """One turn of the case's own agent (its conversation, so cases never see each other)."""
         reply = await agent.run_turn(step.input)
         turn.answer = reply.answer
@@ -443,7 +309,7 @@ class TestRunner:
 
     # -- judging -----------------------------------------------------------------------
 
-    def _check(self, step: Turn, turn: TurnResult) -> None:
+    def _check(self, step: Turn, turn: TurnOutcome) -> None:
         """Run the turn's checks on what it produced (blocking: it may embed)."""
         calls = turn.tool_calls
         llm = turn.answer is not None
@@ -470,7 +336,7 @@ class TestRunner:
                 score = best_similarity(embedder, step.ground_truth, [answer] if answer else [])
                 against = "the answer" if answer else "the answer is empty"
             else:
-                found = passages("\n\n".join(chunks))
+                found = pieces("\n\n".join(chunks))
                 score = best_similarity(embedder, step.ground_truth, found)
                 against = "best passage of the retrieved chunks" if found else "nothing retrieved"
             checks.append(check_ground_truth(score, threshold, against))

@@ -13,23 +13,23 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.config.loader import Project, ResolvedTool
 from holodeck.config.project_id import known_project_id, owned_elsewhere, source_label
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
 from holodeck.errors import ConfigError, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
-from holodeck.ingest.discover import DEFAULT_FILE_TYPES
 from holodeck.ingest.library import LibraryTarget, is_current
-from holodeck.retrieval.fusion import SearchMode
-from holodeck.retrieval.hybrid import retrieve
-from holodeck.tools.formatting import (
+from holodeck.results import (
     SearchResult,
     Where,
     below_threshold,
     format_results,
     no_results,
 )
+from holodeck.retrieval.fusion import SearchMode
+from holodeck.retrieval.hybrid import retrieve
 from holodeck.vectorstore.errors import LibraryOwnedError
 from holodeck.vectorstore.factory import open_index
 from holodeck.vectorstore.records import ChunkFilters

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +55,7 @@ def open_index(
         folder = local_index_folder(project_root, tool_name)
         return OpenedIndex(LocalIndexAdapter(folder, rebuild_unreadable=rebuild_unreadable))
     try:
-        adapter = _redis_adapter(database)
+        adapter = SERVERS[database.provider](database)
         adapter.describe()  # connects: fail here, at start, not in the middle of work
     except ConnectionError as exc:
         reason = redact_url(str(exc))
@@ -86,6 +87,11 @@ def _redis_adapter(database: DatabaseConfig, **options: Any) -> RedisIndexAdapte
     )
 
 
+#: The backend each ``database.provider`` names (a new server backend: one line here); no
+#: ``database`` section is the embedded ``local`` index.
+SERVERS: dict[str, Callable[..., IndexAdapter]] = {"redis": _redis_adapter}
+
+
 def probe(database: DatabaseConfig | None, timeout: float = 2.0) -> str:
     """Which store a tool would use right now, for ``config show``; opens no index.
 
@@ -101,7 +107,7 @@ def probe(database: DatabaseConfig | None, timeout: float = 2.0) -> str:
 
     def attempt() -> None:
         try:
-            adapter = _redis_adapter(database, connect_timeout=timeout)
+            adapter = SERVERS[database.provider](database, connect_timeout=timeout)
         except ConnectionError:
             result.append(f"local (fallback: {_unreachable(url)})")
         except HoloDeckError as exc:

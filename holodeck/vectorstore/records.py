@@ -126,3 +126,13 @@ class DocState:
     size: int
     content_hash: str
     chunk_count: int
+
+
+def range_name(unit: str, first: str, last: str) -> str:
+    """``page 3``, ``pages 3-4``, ``sheet Budget``, ``sheets Budget to Summary``: how every
+    location is named (a chunk's by ``ingest.locations``, a merged passage's by
+    ``retrieval.passages``)."""
+    if first == last:
+        return f"{unit} {first}"
+    joiner = "-" if first.isdigit() and last.isdigit() else " to "
+    return f"{unit}s {first}{joiner}{last}"

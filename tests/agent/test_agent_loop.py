@@ -13,9 +13,9 @@ import pytest
 from fake_openai import FakeOpenAI, error, raw, text, tool_calls
 
 from holodeck.agent.loop import Agent, ToolCallRecord
-from holodeck.agent.providers import Connection, make_async_client
 from holodeck.config.loader import Project
 from holodeck.errors import LLMError
+from holodeck.providers import Connection, make_async_client
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 KB = tuple[Project, list[VectorStoreTool]]

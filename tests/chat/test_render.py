@@ -14,10 +14,8 @@ from cli_helpers import write
 
 from holodeck.agent.loop import ToolCallRecord
 from holodeck.chat.render import compact_results, show_result, sources_text
-from holodeck.chat.results import highlighted
-from holodeck.chat.snippets import query_terms, snippet_lines
 from holodeck.config.loader import load_project
-from holodeck.tools.formatting import SearchResult
+from holodeck.results import SearchResult, highlighted, query_terms, snippet_lines
 from holodeck.tools.vectorstore_tool import build_tools
 from holodeck.vectorstore.records import ChunkRecord, chunk_id_for, text_hash
 

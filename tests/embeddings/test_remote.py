@@ -11,7 +11,6 @@ import pytest
 from cli_helpers import run_holodeck, write
 from fake_openai import FakeOpenAI, error, unit_vector, vectors
 
-from holodeck.agent.providers import Connection, make_sync_client
 from holodeck.config.loader import load_project
 from holodeck.config.models import ModelConfig
 from holodeck.embeddings.base import Embedder
@@ -20,6 +19,7 @@ from holodeck.embeddings.local import LocalOnnxEmbedder
 from holodeck.embeddings.remote import MAX_INPUTS, OpenAIEmbedder
 from holodeck.embeddings.tiktoken_offline import TiktokenCounter
 from holodeck.errors import EmbeddingError, IngestError
+from holodeck.providers import Connection, make_sync_client
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 from holodeck.vectorstore.records import indexed_text
 

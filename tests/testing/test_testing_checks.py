@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from holodeck.agent.loop import ToolCallRecord
-from holodeck.chat.snippets import passages
 from holodeck.config.models import ExpectedTool
+from holodeck.results import SearchResult, pieces
 from holodeck.testing.checks import (
     check_content,
     check_sources,
     check_tools,
     source_ranks,
 )
-from holodeck.tools.formatting import SearchResult
 
 
 def call(tool: str, query: str, *sources: str) -> ToolCallRecord:
@@ -85,7 +84,7 @@ def test_passages_keep_wrapped_sentences_whole_and_rows_apart() -> None:
         "# Retry policy\n\nA run fails when its command exits\nwith a non-zero code. It is then"
         " retried.\n\n| Plan | Price |\n| Team | 49 |\n- first item\n  continued\n"
     )
-    assert passages(text) == [
+    assert pieces(text) == [
         "# Retry policy",
         "A run fails when its command exits with a non-zero code.",
         "It is then retried.",

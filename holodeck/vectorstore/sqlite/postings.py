@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 
 from holodeck.vectorstore.keywords import BM25_B, BM25_K1
+from holodeck.vectorstore.progress import build_progress
 from holodeck.vectorstore.sqlite.query import Reader, in_snapshot
 from holodeck.vectorstore.sqlite.schema import FTS_TOKENIZER
 from holodeck.vectorstore.sqlite.side_files import (
     SEQS,
-    build_progress,
     out_of_reach,
     remove_strays,
     save_whole,

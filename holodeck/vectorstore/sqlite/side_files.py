@@ -1,6 +1,6 @@
 """The life of the files beside the database (a large library's vector index, the postings
 file): each written whole or not at all, never trusted past what the database can bring it
-up to, the replaced and half-written ones removed, and the progress of a long build."""
+up to, and the replaced and half-written ones removed."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import contextlib
 import logging
 import os
 import sqlite3
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger("holodeck.vectorstore")
@@ -63,34 +61,3 @@ def fsync_folder(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-@contextlib.contextmanager
-def build_progress(
-    label: str, total: int, least: int, unit: str = "vectors"
-) -> Iterator[Callable[[int], None]]:
-    """Progress of a long build: a bar on a terminal, a log line at every tenth otherwise;
-    nothing for a build of fewer than ``least`` or under ``-q``."""
-    if total < least or not log.isEnabledFor(logging.INFO):
-        yield lambda n: None
-        return
-    if sys.stderr.isatty():
-        from rich.progress import Progress
-
-        from holodeck.console import make_console
-
-        with Progress(console=make_console(stderr=True), transient=True) as bar:
-            task = bar.add_task(f"Building the {label}", total=total)
-            yield lambda n: bar.advance(task, n)
-        return
-    done, shown, started = 0, 0, time.monotonic()
-
-    def advance(n: int) -> None:
-        nonlocal done, shown
-        done += n
-        if done * 10 // total > shown:
-            shown = done * 10 // total
-            log.info("Building the %s: %d%% of %s %s", label, 10 * shown, f"{total:,}", unit)
-
-    yield advance
-    log.info("Built the %s in %.1f s", label, time.monotonic() - started)

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from holodeck.vectorstore.progress import build_progress
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 from holodeck.vectorstore.sqlite import codes as sqlite_codes
 from holodeck.vectorstore.sqlite import lists as sqlite_lists
@@ -53,7 +54,6 @@ from holodeck.vectorstore.sqlite.query import (
 )
 from holodeck.vectorstore.sqlite.side_files import (
     SEQS,
-    build_progress,
     out_of_reach,
     remove_strays,
     save_whole,

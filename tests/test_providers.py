@@ -7,13 +7,13 @@ import asyncio
 import pytest
 from fake_openai import FakeOpenAI, text
 
-from holodeck.agent.providers import (
+from holodeck.config.models import ModelConfig
+from holodeck.errors import ConfigError
+from holodeck.providers import (
     DEFAULT_OLLAMA_ENDPOINT,
     connection_for,
     make_async_client,
 )
-from holodeck.config.models import ModelConfig
-from holodeck.errors import ConfigError
 
 
 def model(**fields: object) -> ModelConfig:

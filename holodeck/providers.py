@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported when a client is made: 1.5 s of CPU a retrieval-only run skips
     import openai
 
-from holodeck.config.models import ModelConfig
+from holodeck.config.llm import ModelConfig
 from holodeck.errors import ConfigError
 from holodeck.redact import remember_secret
 

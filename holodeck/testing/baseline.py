@@ -10,48 +10,15 @@ errors), are not compared.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from holodeck.errors import ConfigError
-
-if TYPE_CHECKING:
-    from holodeck.testing.runner import CaseResult, SuiteResult
+from holodeck.testing.outcomes import BaselineResult, CaseResult, Regression, SuiteResult
 
 DEFAULT_MAX_DROP = 0.05
 #: A drop this much over ``max_drop`` only (float noise) is not a regression.
 _EPSILON = 1e-9
-
-
-@dataclass
-class Regression:
-    """One score of one case that dropped too far since the baseline."""
-
-    case: str
-    metric: str
-    before: float
-    after: float
-
-    @property
-    def drop(self) -> float:
-        return self.before - self.after
-
-    def line(self, max_drop: float) -> str:
-        return (
-            f"{self.metric} {self.before:.2f} -> {self.after:.2f} since the baseline "
-            f"(dropped {self.drop:.2f}, more than --max-drop {max_drop:.2f})"
-        )
-
-
-@dataclass
-class BaselineResult:
-    """What the comparison found."""
-
-    path: str
-    max_drop: float
-    compared: int = 0  # cases that passed in the baseline and ran now
-    regressions: list[Regression] = field(default_factory=list)
 
 
 def load_baseline(path: Path) -> dict[str, Any]:
