@@ -43,7 +43,7 @@ from holodeck.retrieval.hybrid import retrieve
 from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
-from holodeck.tools.vectorstore_tool import settle
+from holodeck.knowledge_base import settle
 
 def status(key):
     for line in open("/proc/self/status"):

@@ -237,10 +237,10 @@ def latency(
     from bench_local_index import PER_DOC, records, state, unit_vectors
 
     from holodeck.embeddings.factory import make_embedder
+    from holodeck.knowledge_base import settle
     from holodeck.retrieval import fusion, hybrid
     from holodeck.retrieval.fusion import SearchMode
     from holodeck.retrieval.hybrid import retrieve
-    from holodeck.tools.vectorstore_tool import settle
     from holodeck.vectorstore.local import LocalIndexAdapter
     from holodeck.vectorstore.store import VectorStore
 

@@ -72,7 +72,7 @@ queries = np.load({work!r} + "/queries.npy")
 questions = json.loads(Path({work!r} + "/questions.json").read_text())
 store = VectorStore(LocalIndexAdapter(Path({folder!r})))
 scope = ChunkFilters(library_ids=["kb"])
-from holodeck.tools.vectorstore_tool import settle
+from holodeck.knowledge_base import settle
 settle()  # as a tool's start-up ends
 out = {{"found": [], "semantic_ms": [], "hybrid_ms": [], "hybrid_plain_ms": []}}
 for q in queries:

@@ -25,6 +25,7 @@ from holodeck.config.envsubst import environment_for
 from holodeck.config.loader import Project
 from holodeck.config.models import ModelConfig
 from holodeck.errors import ConfigError, HoloDeckError, LLMError
+from holodeck.knowledge_base import clean_query
 from holodeck.providers import (
     Connection,
     connection_for,
@@ -33,7 +34,7 @@ from holodeck.providers import (
 )
 from holodeck.results import SearchResult
 from holodeck.tools.callables import CallableTool, ToolError, ToolUnavailable
-from holodeck.tools.vectorstore_tool import VectorStoreTool, clean_query
+from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 DEFAULT_MAX_TOOL_ROUNDS = 5
 _ENDPOINT_HINT = "check model.endpoint: an OpenAI-compatible API's URL usually ends in /v1"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
 import click
@@ -20,13 +20,14 @@ from rich.text import Text
 
 from holodeck.console import make_console
 from holodeck.ingest.status import IngestStatus, Progress
+from holodeck.knowledge_base import KnowledgeBase
 from holodeck.redact import redact_url
 from holodeck.tools.initialize import initialize_tools
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 
 def ingest_tools(
-    tools: list[VectorStoreTool],
+    tools: Sequence[KnowledgeBase],
     force: bool,
     quiet: bool,
     show_summary: bool = True,
@@ -40,7 +41,7 @@ def ingest_tools(
     a run with nothing to do prints nothing.
     """
 
-    def done(tool: VectorStoreTool) -> None:
+    def done(tool: KnowledgeBase) -> None:
         if not show_summary or quiet or not tool.summary:
             return
         if only_work and not tool.summary.did_work:

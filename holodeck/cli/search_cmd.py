@@ -16,10 +16,9 @@ import click
 
 from holodeck.cli.options import FiniteRange, agent_option, agent_path
 from holodeck.config.loader import load_project
-from holodeck.embeddings.local import LocalOnnxEmbedder
+from holodeck.knowledge_base import KnowledgeBase, clean_query, quick_start, settle
 from holodeck.results import SearchResult, search_json, tool_results_json
 from holodeck.retrieval.fusion import MODES, SearchMode
-from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools, clean_query, settle
 from holodeck.vectorstore.records import ChunkFilters
 
 
@@ -131,17 +130,13 @@ def search(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="QUERY") from None
     project = load_project(agent_path(agent_opt))
-    tools = build_tools(project, [tool_name] if tool_name else None)
+    tools = KnowledgeBase.every(project, [tool_name] if tool_name else None)
     if not tools:
         raise click.UsageError(f"{project.agent_path.name} has no vectorstore tools to search")
     filters = ChunkFilters(book_ids=list(books) or None, tags=list(tags) or None, language=language)
-    # One query each from here on: the model's quickest start, opened while the files are
-    # checked (an ingest, which embeds many, reopens it with onnxruntime's optimisation).
-    embedders = [tool.embedder for tool in tools]
-    models = {id(e): e for e in embedders if isinstance(e, LocalOnnxEmbedder)}
-    for model in models.values():
-        model.quick_start = True
-    opening = [model.open_in_background() for model in models.values()]
+    # One query each from here on: the models' quickest start, opened while the files are
+    # checked (an ingest, which embeds many, reopens them with onnxruntime's optimisation).
+    for_many = quick_start(tools)
     # What is loaded by now lives until the process ends: out of the collections the file
     # check's 10,000 small tuples would set off (its first full one walked all of it: 20-25
     # ms of a 60 ms check).
@@ -159,11 +154,7 @@ def search(
             if changed:
                 from holodeck.cli.progress import ingest_tools
 
-                for thread in opening:
-                    thread.join()
-                for model in models.values():
-                    model.quick_start = False
-                    model.close_session()
+                for_many()
 
                 # Work shows (progress, then the summary line, on stderr); skipped-file
                 # warnings belong to `ingest`.
@@ -197,7 +188,7 @@ def search(
 
 def _show_on_terminal(
     query: str,
-    found: list[tuple[VectorStoreTool, list[SearchResult], int]],
+    found: list[tuple[KnowledgeBase, list[SearchResult], int]],
     min_score: float | None,
     full: bool,
 ) -> None:
@@ -220,7 +211,7 @@ def _show_on_terminal(
     console.print(Text("\n\n").join(blocks))
 
 
-def _warn_unknown_books(tool: VectorStoreTool, books: tuple[str, ...]) -> None:
+def _warn_unknown_books(tool: KnowledgeBase, books: tuple[str, ...]) -> None:
     """A ``--book`` naming no folder of the tool's documents says so (else the empty answer
     reads as "nothing relevant")."""
     if not books:

@@ -9,14 +9,13 @@ tenant and the tool's library. It reads only: nothing is ingested or created.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from holodeck.cli.options import agent_option, agent_path
 from holodeck.config.loader import Project, load_project
-from holodeck.tools.vectorstore_tool import VectorStoreTool
+from holodeck.knowledge_base import KnowledgeBase
 
 
 @click.group()
@@ -43,17 +42,9 @@ def info(agent_opt: str | None, tool_names: tuple[str, ...], as_json: bool) -> N
 
 
 def tool_info(project: Project, tool_name: str) -> dict[str, Any]:
-    """The adapter's ``stats`` for one tool, plus its library and any fallback; refused,
-    as a search is, when the library is another project's."""
-    tool = VectorStoreTool(project.tool(tool_name), project)
-    try:
-        tool.check_readable()
-        stats = tool.store.adapter.stats(project.tenant_id, tool.name)
-    finally:
-        tool.close()
-    if stats["backend"] == "local":
-        stats["index"] = project.display(Path(stats["index"]))
-    return {"tool": tool.name, "library": tool.name, **stats, "fallback": tool.fallback_reason}
+    """``KnowledgeBase.info`` of one tool, its index closed again."""
+    with KnowledgeBase(project.tool(tool_name), project) as kb:
+        return kb.info()
 
 
 def render_text(data: dict[str, Any]) -> str:

@@ -23,9 +23,10 @@ from mcp.shared.exceptions import MCPError
 
 from holodeck import __version__
 from holodeck.errors import HoloDeckError
+from holodeck.knowledge_base import clean_query
 from holodeck.redact import redact_url
 from holodeck.results import search_json, tool_results_json
-from holodeck.tools.vectorstore_tool import VectorStoreTool, clean_query
+from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 log = logging.getLogger("holodeck.serve")
 

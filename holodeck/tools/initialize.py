@@ -7,24 +7,27 @@ first; the caller only chooses how progress, summaries and warnings are shown.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from holodeck.config.loader import Project
 from holodeck.ingest.status import Progress
+from holodeck.knowledge_base import KnowledgeBase
 from holodeck.tools.callables import CallableTool
-from holodeck.tools.vectorstore_tool import VectorStoreTool
 
+#: Knowledge bases of one kind (the agent's tools, or plain ones).
+KB = TypeVar("KB", bound=KnowledgeBase)
 #: Makes the progress callbacks of one tool's ingest, given the tool's name.
 ProgressFactory = Callable[[str], AbstractContextManager[Progress]]
 
 
 def initialize_tools(
-    tools: list[VectorStoreTool],
+    tools: Sequence[KB],
     force: bool = False,
     progress: ProgressFactory | None = None,
-    on_done: Callable[[VectorStoreTool], None] | None = None,
+    on_done: Callable[[KB], None] | None = None,
     wait: bool = True,
 ) -> None:
     """Initialize each tool in turn (incremental ingest, or all with ``force``).

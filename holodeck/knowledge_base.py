@@ -1,0 +1,456 @@
+"""``KnowledgeBase``: one folder of documents an agent can search, as a library object.
+
+The commands open their knowledge bases here and print what they return: ``open`` (one of
+an agent.yaml's ``vectorstore`` tools) or ``every``, ``ingest`` (incremental: only what
+changed), ``find`` (ranked passages), ``info`` (what the store holds), and the start-up
+policy of a process that answers few queries (``quick_start``, ``settle``). The agent's
+tool (``tools.vectorstore_tool.VectorStoreTool``) is a knowledge base with the contract's
+tool face added (its ``async search(query) -> str``; hence ``find`` here). ::
+
+    from holodeck import KnowledgeBase
+
+    with KnowledgeBase.open("agent.yaml") as kb:
+        kb.ingest()
+        results, _ = kb.find("How many times is a failing task retried?", top_k=3)
+        print(results[0].source_path, results[0].content)
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from holodeck.config.file_types import DEFAULT_FILE_TYPES
+from holodeck.config.loader import Project, ResolvedTool, load_project
+from holodeck.config.project_id import known_project_id, owned_elsewhere, source_label
+from holodeck.embeddings.base import Embedder
+from holodeck.embeddings.catalog import effective_chunk_size
+from holodeck.errors import ConfigError, IngestRunning
+from holodeck.ingest.chunker import max_chunk_chars
+from holodeck.ingest.library import LibraryTarget, is_current
+from holodeck.results import (
+    SearchResult,
+    Where,
+    below_threshold,
+    format_results,
+    no_results,
+)
+from holodeck.retrieval.fusion import SearchMode
+from holodeck.retrieval.hybrid import retrieve
+from holodeck.vectorstore.errors import LibraryOwnedError
+from holodeck.vectorstore.factory import open_index
+from holodeck.vectorstore.records import ChunkFilters
+from holodeck.vectorstore.store import VectorStore
+
+if TYPE_CHECKING:
+    from holodeck.ingest.pipeline import IngestSummary
+    from holodeck.ingest.status import Progress
+
+log = logging.getLogger("holodeck.tools")
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: Code points no encoder takes: what Python makes of bytes that are not UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_QUERY_CHARS = 4000
+#: Tools already warned that their chunk_size was capped (warn once per process).
+_WARNED_CHUNK_SIZE: set[str] = set()
+#: Tools already warned that their library was filled from another source folder.
+_WARNED_MOVED: set[str] = set()
+
+
+class KnowledgeBase:
+    """One knowledge base: a ``vectorstore`` tool's folder, its index and its model."""
+
+    def __init__(
+        self, tool: ResolvedTool, project: Project, embedder: Embedder | None = None
+    ) -> None:
+        self.resolved = tool
+        self.project = project
+        self._embedder = embedder
+        self._store: VectorStore | None = None
+        self.is_initialized = False
+        self.summary: IngestSummary | None = None
+        self.fallback_reason: str | None = None
+        self._project_id: str | None = None
+
+    @classmethod
+    def open(cls, agent: str | os.PathLike[str] = "agent.yaml", name: str | None = None) -> Self:
+        """The knowledge base ``name`` of the agent.yaml at ``agent`` (a file or its folder);
+        without a name, its only ``vectorstore`` tool. Nothing is read from the index yet."""
+        path = Path(agent)
+        project = load_project(path / "agent.yaml" if path.is_dir() else path)
+        if name is None:
+            names = [t.name for t in project.tools]
+            if len(names) != 1:
+                raise ConfigError(
+                    f"{project.agent_path}: name one knowledge base of "
+                    f"{', '.join(names) or 'none'} (KnowledgeBase.open(..., name=...))"
+                )
+            name = names[0]
+        return cls(project.tool(name), project)
+
+    @classmethod
+    def every(cls, project: Project, names: Sequence[str] | None = None) -> list[Self]:
+        """One per ``vectorstore`` tool of ``project`` (or just the ``names`` given)."""
+        chosen = [project.tool(n) for n in names] if names else project.tools
+        return [cls(t, project) for t in chosen]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ingest(
+        self, force: bool = False, progress: Progress | None = None, wait: bool = True
+    ) -> IngestSummary | None:
+        """Bring the index in step with the folder (only what changed; everything with
+        ``force``); the summary, or None when ``wait`` is False and another process was
+        ingesting."""
+        self.initialize_sync(force, progress, wait)
+        return self.summary
+
+    def info(self) -> dict[str, Any]:
+        """What the store holds for this knowledge base: backend, index, algorithm, metric,
+        model, dimensions, documents, chunks, and the fallback when Redis was unreachable;
+        refused, as a search is, when the library is another project's."""
+        self.check_readable()
+        stats = self.store.adapter.stats(self.project.tenant_id, self.name)
+        if stats["backend"] == "local":
+            stats["index"] = self.project.display(Path(stats["index"]))
+        return {"tool": self.name, "library": self.name, **stats, "fallback": self.fallback_reason}
+
+    @property
+    def name(self) -> str:
+        """The tool's name: the LLM function name and the library id."""
+        return self.resolved.name
+
+    @property
+    def embedder(self) -> Embedder:
+        """The tool's embedder, made on first use (cheap: the model loads when it embeds)."""
+        if self._embedder is None:
+            self._embedder = shared_embedder(self.resolved, self.project)
+        return self._embedder
+
+    @property
+    def store(self) -> VectorStore:
+        """The tool's store; opening it may fall back from Redis to the local index."""
+        return self._open_store()
+
+    def _open_store(self, rebuild_unreadable: bool = False) -> VectorStore:
+        if self._store is None:
+            opened = open_index(
+                self.resolved.database, self.project.root, self.name, rebuild_unreadable
+            )
+            self.fallback_reason = opened.fallback_reason
+            self._store = VectorStore(opened.adapter)
+        return self._store
+
+    @property
+    def backend(self) -> str:
+        """Which backend holds the index: ``local``, ``memory`` or ``redis``."""
+        return self.store.adapter.backend
+
+    @property
+    def document_count(self) -> int:
+        """Number of chunks stored for this tool (refused, as a search is, when the library
+        is another project's)."""
+        self.check_readable()
+        return self.store.adapter.count(self.project.tenant_id, self.name)
+
+    def preload(self) -> None:
+        """Read what this tool's first search needs (the vectors of a library searched
+        exactly): a shell search does it while the model opens."""
+        self.check_readable()
+        self.store.adapter.preload(self.project.tenant_id, ChunkFilters(library_ids=[self.name]))
+
+    def check_readable(self) -> None:
+        """Reading follows writing: a library another project fills is refused (one
+        ``ConfigError`` line naming the agent, the tool and the fix) unless the agent names
+        its tenant explicitly. A library this project filled from another source folder is
+        its own: a warning says its results name the old paths until the next ingest."""
+        agent = self.project.agent
+        if agent.tenant is not None:
+            return
+        store, tenant = self.store, self.project.tenant_id
+        if self._project_id is None:  # read once found (the first ingest may create it)
+            self._project_id = known_project_id(self.project.root)
+        try:
+            owner = store.check_reader(tenant, self.name, self._project_id)
+        except LibraryOwnedError:
+            where = f"the {store.adapter.backend} index"
+            raise ConfigError(
+                owned_elsewhere(agent.name, self.name, tenant, where, reading=True)
+            ) from None
+        indexed = owner.get("source") if owner else None
+        source = source_label(self.project.root, self.resolved.source)
+        if indexed is not None and indexed != source and self.name not in _WARNED_MOVED:
+            _WARNED_MOVED.add(self.name)
+            log.warning(
+                "%s: indexed from %s, but its source is now %s; results name the old paths "
+                "until `holodeck ingest` moves them",
+                self.name,
+                indexed,
+                source,
+            )
+
+    @property
+    def chunk_size(self) -> int:
+        """The effective chunk size: never more tokens than the model reads."""
+        requested = self.resolved.config.chunk_size
+        return min(
+            effective_chunk_size(self.resolved.embedding_model, requested),
+            self.embedder.max_tokens,
+        )
+
+    def summary_line(self) -> str:
+        """The last ingest's one-line summary, plus the fallback when the store was unreachable."""
+        if self.summary is None:
+            return f"{self.name}: not ingested"
+        line = self.summary.line()
+        if self.fallback_reason:
+            line += f" (fallback: {self.fallback_reason})"
+        return line
+
+    def check_source(self) -> Path:
+        """The source path; FileNotFoundError (the contract's) naming the field when missing."""
+        source = self.resolved.source
+        if not source.exists():
+            raise FileNotFoundError(
+                f"{self.project.display(self.project.agent_path)}: tools[{self.name}].source: "
+                f"{self.resolved.config.source} does not exist (relative to {self.project.root})"
+            )
+        return source
+
+    def initialize_sync(
+        self, force_ingest: bool = False, progress: Progress | None = None, wait: bool = True
+    ) -> None:
+        """The blocking body of ``initialize``, for callers without an event loop.
+
+        ``wait=False`` is for readers (search, chat, test): when another process is ingesting
+        this library, say so in one line and answer from what it has committed so far.
+        """
+        source = self.check_source()
+        cfg = self.resolved.config
+        requested = cfg.chunk_size
+        size = self.chunk_size
+        asked = "chunk_size" in cfg.model_fields_set
+        if size < requested and asked and self.name not in _WARNED_CHUNK_SIZE:
+            _WARNED_CHUNK_SIZE.add(self.name)
+            log.warning(
+                "Tool %s: chunk_size %d is more than %s reads; using %d tokens "
+                "(set chunk_size: %d to silence this)",
+                self.name,
+                requested,
+                self.embedder.model_id,
+                size,
+                size,
+            )
+        from holodeck.ingest.pipeline import ingest_library  # only a tool that ingests
+
+        store = self._open_store(rebuild_unreadable=force_ingest)
+        try:
+            self.summary = ingest_library(
+                store,
+                self.embedder,
+                self._target(source),
+                force=force_ingest,
+                progress=progress,
+                wait=wait,
+            )
+        except IngestRunning:
+            if wait:
+                raise
+            log.info(
+                "%s: another ingest is running; answering from what it has stored so far",
+                self.name,
+            )
+            self.summary = None
+        self.is_initialized = True
+        settle()
+
+    def is_current(self) -> bool:
+        """Whether the index already holds the source as it is now (one ``stat`` per file,
+        no lock, no write: ``pipeline.is_current``); a reader then has nothing to ingest.
+        False when the source is missing: the ingest says why."""
+        source = self.resolved.source
+        if not source.exists():
+            return False
+        if is_current(self.store, self.embedder.model_id, self._target(source)):
+            self.is_initialized = True
+            settle()
+            return True
+        return False
+
+    def _target(self, source: Path) -> LibraryTarget:
+        """Where this tool's chunks go and how they are made."""
+        cfg = self.resolved.config
+        size = self.chunk_size
+        return LibraryTarget(
+            tenant_id=self.project.tenant_id,
+            library_id=self.name,
+            source=source,
+            project_root=self.project.root,
+            chunk_size=size,
+            chunk_overlap=min(cfg.chunk_overlap, size // 2),
+            file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
+            exclude=tuple(cfg.exclude),
+            take_over=self.project.agent.tenant is not None,
+            agent_name=self.project.agent.name,
+        )
+
+    def render(
+        self,
+        query: str,
+        results: list[SearchResult],
+        total: int,
+        min_score: float | None = None,
+        *,
+        where: Where = None,
+    ) -> str:
+        """The contract's text for a result list (``total`` = hits before the score filter).
+
+        ``where`` adds where in its file each result is (``formatting.Where``).
+        """
+        if results:
+            return format_results(results, where=where)
+        if min_score is None:
+            min_score = self.resolved.config.min_similarity_score
+        if total and min_score is not None:
+            return below_threshold(min_score)
+        return no_results(query)
+
+    def find(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        filters: ChunkFilters | None = None,
+        mode: SearchMode | None = None,
+    ) -> tuple[list[SearchResult], int]:
+        """Ranked passages for ``query`` and how many chunks were found before ``min_score``."""
+        query = clean_query(query)
+        self.check_readable()
+        cfg = self.resolved.config
+        k = top_k or cfg.top_k
+        threshold = cfg.min_similarity_score if min_score is None else min_score
+        try:
+            vector = self.embedder.embed([query])[0]
+        except Exception as exc:  # the contract turns every embedding failure into this
+            raise RuntimeError(f"Failed to generate query embedding: {exc}") from exc
+        scope = filters or ChunkFilters()
+        scope = ChunkFilters(
+            library_ids=[self.name],
+            book_ids=scope.book_ids,
+            tags=scope.tags,
+            language=scope.language,
+        )
+        passages, total = retrieve(
+            self.store,
+            self.project.tenant_id,
+            query,
+            vector,
+            k,
+            scope,
+            mode or cfg.search_mode,
+            threshold,
+        )
+        # Chunks are made within this bound; a passage of several chunks, or one stored before
+        # the bound existed, is cut to it: no result shown or sent to the LLM is longer.
+        bound = max_chunk_chars(self.chunk_size)
+        results = []
+        for rank, passage in enumerate(passages, start=1):
+            best = passage.best.record
+            results.append(
+                SearchResult(
+                    rank=rank,
+                    score=passage.score,
+                    source_path=best.source_path,
+                    content=passage.text_within(bound),
+                    chunk_id=best.chunk_id,
+                    doc_id=best.doc_id,
+                    book_id=best.book_id,
+                    library_id=best.library_id,
+                    chunk_index=best.chunk_index,
+                    similarity=passage.similarity,
+                    location=passage.location,
+                    section=passage.section,
+                    chunks=[c.record.chunk_index for c in passage.chunks],
+                )
+            )
+        return results, total
+
+    def close(self) -> None:
+        """Release the index (connections, file handles)."""
+        if self._store is not None:
+            self._store.adapter.close()
+
+
+def clean_query(query: str) -> str:
+    """Sanitise a query before embedding: control characters out, length bounded, and bytes
+    that were not UTF-8 (a shell argument in another encoding, a lone surrogate in JSON)
+    replaced by U+FFFD, with a warning: they cannot be embedded as they are."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("Search query cannot be empty")
+    text = _CONTROL.sub(" ", query).strip()[:MAX_QUERY_CHARS]
+    fixed = _SURROGATE.sub("\ufffd", text)
+    if fixed != text:
+        log.warning(
+            "The query holds bytes that are not UTF-8; searching for %r (each bad byte "
+            "replaced by \ufffd)",
+            fixed,
+        )
+    return fixed
+
+
+_EMBEDDERS: dict[tuple[str, str, str], Embedder] = {}
+
+
+def shared_embedder(tool: ResolvedTool, project: Project) -> Embedder:
+    """One embedder per model and project, so tools that share a model load it once."""
+    model = project.agent.embedding_model_config  # embedding_provider, else model
+    key = (tool.embedding_model, str(project.root), model.model_dump_json() if model else "")
+    if key not in _EMBEDDERS:
+        from holodeck.embeddings.factory import make_embedder
+
+        _EMBEDDERS[key] = make_embedder(tool.embedding_model, project.root, model)
+    return _EMBEDDERS[key]
+
+
+def settle() -> None:
+    """Keep what is loaded by now (modules, the model, the index's handles: all of it lives
+    as long as the process) out of every later garbage collection. A search makes thousands
+    of short-lived records, and each full collection they set off walked all of it: hybrid
+    at top_k 1000 over 10,000 chunks, p95 118-136 -> 89-100 ms (benchmarks/README.md).
+    ``gc.freeze`` costs nothing itself, and a frozen object is still freed when nothing
+    refers to it (only cycles among them stay)."""
+    gc.freeze()
+
+
+def quick_start(kbs: Sequence[KnowledgeBase]) -> Callable[[], None]:
+    """Start opening the local models of ``kbs`` for one query each (the quickest start),
+    in the background while their files are checked; returns what to call before an ingest,
+    which embeds many: it waits for them and closes those sessions, so the ingest reopens
+    each with onnxruntime's optimisation."""
+    from holodeck.embeddings.local import LocalOnnxEmbedder
+
+    models = {id(kb.embedder): kb.embedder for kb in kbs}
+    local = [m for m in models.values() if isinstance(m, LocalOnnxEmbedder)]
+    for model in local:
+        model.quick_start = True
+    opening = [model.open_in_background() for model in local]
+
+    def for_many() -> None:
+        for thread in opening:
+            thread.join()
+        for model in local:
+            model.quick_start = False
+            model.close_session()
+
+    return for_many

@@ -1,0 +1,58 @@
+"""``holodeck.KnowledgeBase``, the library the commands are thin over: the README's Python
+example runs as written and finds the answer, and opening names what is ambiguous."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import write
+
+from holodeck import KnowledgeBase
+from holodeck.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_example() -> str:
+    """The Python block under the README's "From Python" heading."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("### From Python", 1)[1]
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found, "README: no python block under 'From Python'"
+    return found.group(1)
+
+
+def test_the_readme_example_runs_as_written_and_finds_the_answer(tmp_path: Path) -> None:
+    shutil.copy(REPO / "agent.yaml.example", tmp_path / "agent.yaml.example")
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    (tmp_path / "example.py").write_text(readme_example(), encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert "guides/retries.md" in lines[0]  # the page that answers comes first
+    assert re.fullmatch(r"[1-9]\d* chunks", lines[-1])
+    assert (tmp_path / ".holodeck" / "index").is_dir()  # beside the agent.yaml, as ingest does
+
+
+def test_opening_an_agent_of_several_knowledge_bases_asks_which(tmp_path: Path) -> None:
+    write(tmp_path / "a" / "x.md", "alpha\n")
+    write(tmp_path / "b" / "y.md", "beta\n")
+    write(
+        tmp_path / "agent.yaml",
+        "name: two\ntools:\n  - {type: vectorstore, name: one, source: a}\n"
+        "  - {type: vectorstore, name: two, source: b}\n",
+    )
+    with pytest.raises(ConfigError, match=r"name one knowledge base of one, two"):
+        KnowledgeBase.open(tmp_path / "agent.yaml")
+    with KnowledgeBase.open(tmp_path, name="two") as kb:
+        summary = kb.ingest()
+        assert summary is not None and summary.chunks_total == 1
+        results, _ = kb.find("beta")
+        assert [r.source_path for r in results] == ["b/y.md"]
