@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/pip --disable-pip-version-check -q
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint docs docs-cli bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,14 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check holodeck
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+## docs: serve the documentation (docs/, MkDocs Material) at http://127.0.0.1:8000
+docs: $(VENV)/.installed-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+## docs-cli: write docs/cli.md's command help again from --help (the tests check it)
+docs-cli: $(VENV)/.installed-test
+	$(BIN)/cog -r docs/cli.md
 
 ## bench: the benchmarks of benchmarks/README.md
 bench: $(VENV)/.installed-test

@@ -1,5 +1,6 @@
-"""``holodeck.KnowledgeBase``, the library the commands are thin over: the README's Python
-example runs as written and finds the answer, and opening names what is ambiguous."""
+"""``holodeck.KnowledgeBase``, the library the commands are thin over: the docs' Python
+example (docs/library.md) runs as written and finds the answer, and opening names what is
+ambiguous."""
 
 from __future__ import annotations
 
@@ -18,19 +19,18 @@ from holodeck.errors import ConfigError
 REPO = Path(__file__).resolve().parents[1]
 
 
-def readme_example() -> str:
-    """The Python block under the README's "From Python" heading."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("### From Python", 1)[1]
-    found = re.search(r"```python\n(.*?)```", section, re.S)
-    assert found, "README: no python block under 'From Python'"
+def docs_example() -> str:
+    """The first Python block of docs/library.md."""
+    text = (REPO / "docs" / "library.md").read_text(encoding="utf-8")
+    found = re.search(r"```python\n(.*?)```", text, re.S)
+    assert found, "docs/library.md: no python block"
     return found.group(1)
 
 
-def test_the_readme_example_runs_as_written_and_finds_the_answer(tmp_path: Path) -> None:
+def test_the_docs_example_runs_as_written_and_finds_the_answer(tmp_path: Path) -> None:
     shutil.copy(REPO / "agent.yaml.example", tmp_path / "agent.yaml.example")
     shutil.copytree(REPO / "examples", tmp_path / "examples")
-    (tmp_path / "example.py").write_text(readme_example(), encoding="utf-8")
+    (tmp_path / "example.py").write_text(docs_example(), encoding="utf-8")
     run = subprocess.run(
         [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )

@@ -19,7 +19,8 @@ ROW = re.compile(r"^(\d+)\s+knowledge_base\s+(examples/docs/\S+)\s+(.+?)\s+(\d\.
 
 
 def test_retrieval_only_on_the_example_project(fresh_example: Path) -> None:
-    """The README's command: ``printf 'question\\n' | holodeck chat -a agent.yaml.example``."""
+    """The command docs/chat.md shows:
+    ``printf 'question\\n' | holodeck chat -a agent.yaml.example``."""
     done = run_holodeck(
         "chat",
         "-a",
