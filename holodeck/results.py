@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from holodeck.vectorstore.keywords import STOPWORDS, thread_stemmer
+from holodeck.text.analysis import STOPWORDS, thread_stemmer
 
 if TYPE_CHECKING:
     from rich.text import Text

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from holodeck.vectorstore.keywords import (
+from holodeck.text.analysis import (
     BM25_B,
     BM25_K1,
     STOPWORDS,

@@ -22,7 +22,7 @@ from holodeck.retrieval.expansion import (
 from holodeck.retrieval.fusion import SearchMode, fuse, unlisted_score, unsure
 from holodeck.retrieval.passages import MAX_CHUNKS, Passage, Scored, merge, spread
 from holodeck.retrieval.term_pairs import paired
-from holodeck.vectorstore.keywords import EXACT_MAX, query_identifiers
+from holodeck.text.analysis import EXACT_MAX, query_identifiers
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 from holodeck.vectorstore.store import VectorStore
 

@@ -22,7 +22,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 
-from holodeck.vectorstore.keywords import BM25_K1, said_terms, stem_counter, word_stem
+from holodeck.text.analysis import BM25_K1, said_terms, stem_counter, word_stem
 from holodeck.vectorstore.records import ChunkHit
 
 #: A pair found together weighs this share of its rarer word's IDF (NPL / Cranfield hybrid

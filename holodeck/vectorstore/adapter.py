@@ -89,7 +89,7 @@ class IndexAdapter(Protocol):
     def keyword_search(
         self, tenant_id: str, query: str, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
-        """The ``k`` best BM25 matches of ``query``'s words (``holodeck.vectorstore.keywords``
+        """The ``k`` best BM25 matches of ``query``'s words (``holodeck.text.analysis``
         builds the backend's expression) inside ``filters``, best first, records with their
         vectors. Scores are BM25, higher is better."""
         ...

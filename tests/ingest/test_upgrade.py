@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cli_helpers import run_holodeck, write
 
-from holodeck.vectorstore.keywords import idents_text, words_text
+from holodeck.text.analysis import idents_text, words_text
 from holodeck.vectorstore.records import text_hash
 
 GUIDE = """\

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from holodeck.vectorstore.keywords import (
+from holodeck.text.analysis import (
     MAX_TERMS,
-    fts5_expression,
     idents_text,
     query_identifiers,
     query_terms,
-    redis_expression,
     stems_text,
     words_text,
 )
+from holodeck.vectorstore.redis.queries import redis_expression
 
 
 def test_a_chunk_is_indexed_by_split_words_and_whole_identifiers() -> None:
@@ -34,9 +33,9 @@ def test_query_terms_hold_each_compound_and_its_parts_weighed_by_how_often_said(
         *["flag"] * 2,
         *["things"] * 2,
     ]
-    assert fts5_expression('say "max_retries"') == ('"say" OR "max_retries" OR "max" OR "retries"')
+    assert query_terms('say "max_retries"') == ["say", "max_retries", "max", "retries"]
     # one term, or every term said as often: each asked once (BM25 ranks the same)
-    assert fts5_expression("flow flow over it") == '"flow"'
+    assert query_terms("flow flow over it") == ["flow"]
     assert query_terms("shock wave, shock wave") == ["shock", "wave"]
 
 
@@ -83,7 +82,7 @@ def test_identifiers_need_evidence_not_a_capital() -> None:
 
 def test_queries_with_nothing_searchable_send_nothing() -> None:
     for query in ("", "   ", "*", "|", "- - --", "the of and", '"', "@:{}", '"to be or not"'):
-        assert fts5_expression(query) is None, query
+        assert query_terms(query) == [], query
         assert redis_expression(query, "words") is None, query
 
 

@@ -49,7 +49,6 @@ from holodeck.errors import (
 )
 from holodeck.redact import redact, redact_url
 from holodeck.vectorstore.errors import MODEL_MISMATCH, StoreError
-from holodeck.vectorstore.keywords import redis_expression, redis_stems
 from holodeck.vectorstore.records import (
     ChunkFilters,
     ChunkHit,
@@ -79,6 +78,8 @@ from holodeck.vectorstore.redis.queries import (
     info_pairs,
     info_value,
     match_count,
+    redis_expression,
+    redis_stems,
     similarity,
 )
 

@@ -16,7 +16,7 @@ import numpy as np
 from redisvl.query.filter import FilterExpression, Tag
 
 from holodeck.errors import ValidationError
-from holodeck.vectorstore.keywords import idents_text, stems_text
+from holodeck.text.analysis import idents_text, stems_text
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, indexed_text
 
 #: Tag separator: a control character, so commas, pipes and spaces in ids stay one value.

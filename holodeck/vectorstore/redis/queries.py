@@ -5,12 +5,14 @@ FT.INFO's lists. Apart from the adapter (``redis``), which holds the index's lif
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from redis.commands.search.aggregation import AggregateRequest
 from redis.commands.search.query import Query
 
+from holodeck.text.analysis import is_compound, query_terms, word_stems
 from holodeck.vectorstore.redis.fields import text_of
 
 #: The time every query of holodeck's asks the Query Engine for (its ``TIMEOUT``, in ms).
@@ -73,3 +75,23 @@ def info_value(attribute: Sequence[Any], key: str) -> Any:
 def info_pairs(items: Sequence[Any]) -> dict[str, Any]:
     """An FT.INFO ``[key, value, key, value...]`` list as a dict with text keys."""
     return {text_of(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)}
+
+
+def redis_stems(query: str) -> list[str]:
+    """The stems of the query's word parts, escaped for the Query Engine, as often as
+    ``query_terms`` asks them (the engine adds a repeated term's BM25 again, as FTS5 does).
+    Compounds are looked up apart (``idents``)."""
+    words = [t for t in query_terms(query) if not is_compound(t)]
+    return [_redis_escape(s) for s in word_stems(words) if s]
+
+
+def redis_expression(query: str, field: str) -> str | None:
+    """A Query Engine clause on ``field`` (``stems``) ORing ``redis_stems`` (None when
+    nothing is left)."""
+    stems = redis_stems(query)
+    return f"@{field}:(" + " | ".join(stems) + ")" if stems else None
+
+
+def _redis_escape(part: str) -> str:
+    """Backslash every character the Query Engine could read as syntax."""
+    return re.sub(r"([^\w])", r"\\\1", part)

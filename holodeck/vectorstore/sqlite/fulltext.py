@@ -2,7 +2,7 @@
 index (``postings``: the same scores, summed with numpy), otherwise from FTS5 itself,
 scoring only the rows that can still be among the best.
 
-``holodeck.vectorstore.keywords`` says what a query asks (terms, identifiers); this module
+``holodeck.text.analysis`` says what a query asks (terms, identifiers); this module
 says how FTS5 is asked for it: inside the tenant's scope, ``ORDER BY`` the BM25 score with a
 ``LIMIT``, so only the best rows leave SQLite and only those are read back as records.
 
@@ -28,10 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from holodeck.vectorstore.keywords import (
+from holodeck.text.analysis import (
     BM25_K1,
-    fts5_identifier,
-    fts5_phrase,
     is_compound,
     query_terms,
 )
@@ -465,3 +463,13 @@ def _scope(
 def _best_first(row: tuple[int, float]) -> tuple[float, int]:
     """Order of ranked rows: best score first, ties by row id (as the SQL orders them)."""
     return -row[1], row[0]
+
+
+def fts5_phrase(term: str) -> str:
+    """``term`` as an FTS5 string (quoted: nothing in it is syntax)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts5_identifier(identifier: str) -> str:
+    """An FTS5 MATCH expression finding chunks that hold ``identifier`` whole."""
+    return "{idents} : " + fts5_phrase(identifier)

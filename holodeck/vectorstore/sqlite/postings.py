@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from holodeck.vectorstore.keywords import BM25_B, BM25_K1
+from holodeck.text.analysis import BM25_B, BM25_K1
 from holodeck.vectorstore.progress import build_progress
 from holodeck.vectorstore.sqlite.query import Reader, in_snapshot
 from holodeck.vectorstore.sqlite.schema import FTS_TOKENIZER

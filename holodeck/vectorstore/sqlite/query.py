@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from holodeck.vectorstore.keywords import idents_text, words_text
+from holodeck.text.analysis import idents_text, words_text
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, indexed_text
 
 #: A search is cut into parts worked on at once by the read threads (the keyword side in

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from holodeck.vectorstore.keywords import idents_text, words_text
+from holodeck.text.analysis import idents_text, words_text
 from holodeck.vectorstore.records import chunk_id_for
 from holodeck.vectorstore.sqlite.query import keyword_columns
 

@@ -1,13 +1,14 @@
-"""The keyword side's text and queries: what each backend indexes and how a user's words ask it.
+"""How text and queries become words, stems and identifiers: what every backend's keyword
+index holds, and what a user's words ask it (each backend says it in its own syntax).
 
 Indexed per chunk: ``words`` (the text with ``-``, ``_`` and ``.`` made spaces, so every word
 is split and stemmed) and ``idents`` (only the compound tokens, ``PURPLE-OTTER``,
 ``max_retries``, ``os.path.join``, ``v2.3.1``, ``--no-ff``, each kept whole). A query asks for
 every word part and every compound of the user's words, each quoted, ORed: no input can
 change the query's meaning (``AND``, ``NEAR``, ``*``, ``|``, ``@field:{...}``, braces and
-quotes are all just text). Measured on both dev sets and an identifier set
-(benchmarks/README.md): as good as plain stemmed words on prose, and identifiers asked inside
-a sentence are found far more often.
+quotes are all just text: each backend quotes or escapes every term). As good as plain
+stemmed words on prose, and identifiers asked inside a sentence are found far more often
+(benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -182,18 +183,6 @@ def code_like(term: str) -> bool:
     return "-" in term and len(letters) >= 2 and all(c.isupper() for c in letters)
 
 
-def fts5_expression(query: str) -> str | None:
-    """An FTS5 MATCH expression ORing the query's terms, each a quoted string (None when
-    nothing searchable is left: FTS5 rejects an empty MATCH)."""
-    terms = query_terms(query)
-    return " OR ".join(fts5_phrase(t) for t in terms) if terms else None
-
-
-def fts5_identifier(identifier: str) -> str:
-    """An FTS5 MATCH expression finding chunks that hold ``identifier`` whole."""
-    return "{idents} : " + fts5_phrase(identifier)
-
-
 def stems_text(text: str) -> str:
     """The text's words as Porter stems, lower-case, accents off: what a backend without
     FTS5's tokenizer indexes (unstemmed: ``NOSTEM``) to rank like FTS5."""
@@ -239,20 +228,6 @@ def is_compound(term: str) -> bool:
     return _PART.fullmatch(term) is None
 
 
-def redis_stems(query: str) -> list[str]:
-    """The stems of the query's word parts, escaped for the Query Engine, as often as
-    ``query_terms`` asks them (the engine adds a repeated term's BM25 again, as FTS5 does).
-    Compounds are looked up apart (``idents``)."""
-    return [_redis_escape(p) for p in _stems([t for t in query_terms(query) if not is_compound(t)])]
-
-
-def redis_expression(query: str, field: str) -> str | None:
-    """A Query Engine clause on ``field`` (``stems``) ORing ``redis_stems`` (None when
-    nothing is left)."""
-    stems = redis_stems(query)
-    return f"@{field}:(" + " | ".join(stems) + ")" if stems else None
-
-
 def _stems(words: list[str]) -> list[str]:
     return [s for s in word_stems(words) if s]
 
@@ -283,13 +258,3 @@ def thread_stemmer(language: str) -> Any:
         stemmer = Stemmer.Stemmer(language)
         setattr(_stemmers, language, stemmer)
     return stemmer
-
-
-def fts5_phrase(term: str) -> str:
-    """``term`` as an FTS5 string (quoted: nothing in it is syntax)."""
-    return '"' + term.replace('"', '""') + '"'
-
-
-def _redis_escape(part: str) -> str:
-    """Backslash every character the Query Engine could read as syntax."""
-    return re.sub(r"([^\w])", r"\\\1", part)
