@@ -6,13 +6,15 @@ place) or chosen by the caller; and an index written before ids were found by pl
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
+from test_local_index import rec as local_rec
+from test_local_index import unit
 
 from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.memory import MemoryIndexAdapter
@@ -20,30 +22,11 @@ from holodeck.vectorstore.records import ChunkRecord, DocState, chunk_id_for
 from holodeck.vectorstore.sqlite.index import SqliteIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 
-DIMS = 8
-
-
-def unit(seed: int) -> np.ndarray:
-    vec = np.random.default_rng(seed).normal(size=DIMS).astype(np.float32)
-    return vec / np.linalg.norm(vec)
-
 
 def rec(doc: str, index: int, text: str, seed: int, chunk_id: str | None = None) -> ChunkRecord:
-    return ChunkRecord(
-        chunk_id=chunk_id or chunk_id_for("t", "kb", doc, index),
-        tenant_id="t",
-        library_id="kb",
-        book_id=".",
-        doc_id=doc,
-        chunk_index=index,
-        content=text,
-        vector=unit(seed),
-        embedding_model="m",
-        source_path=f"docs/{doc}",
-        mtime=1.0,
-        content_hash=f"h{seed}",
-        token_count=len(text.split()),
-    )
+    """A chunk of tenant ``t``, library ``kb``: its id derived from its place unless given."""
+    made = local_rec("t", doc, index, text, seed)
+    return dataclasses.replace(made, chunk_id=chunk_id) if chunk_id else made
 
 
 def contents(store: VectorStore) -> dict[str, list[str]]:
