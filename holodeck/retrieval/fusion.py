@@ -1,32 +1,20 @@
 """One ranking from the keyword (BM25) and semantic (cosine) candidates of a query.
 
 The hybrid score is ``(1 - w) x cosine + w x BM25 / the query's best BM25``. The cosine is
-kept as is, on its absolute scale: a query the model does not understand (an identifier)
-gives flat, low cosines and lets the keyword side decide, while a confident model keeps its
-margins; BM25 has no such scale, so it is divided by the best. The keyword side's share
-``w`` follows how far each side can be trusted on this query (``keyword_weight``): it grows
-with how much of the query the best keyword match covers (its BM25 against the sum of the
-query terms' IDFs: a match of the rare terms, not of the common ones) and shrinks as the
-model's best chunk stands out from its tenth (the model is sure), measured as a share of the
-best cosine, so that it means the same whatever range a model's cosines keep to. Measured on
-seven dev sets (benchmarks/README.md): a fixed share won on keyword-heavy sets and lost to
-the model alone on questions over short passages, where every passage repeats its subject's
-name and the keyword side favours the repeats; this one keeps the wins and stops the loss.
+kept on its absolute scale (a query the model does not understand gives flat, low cosines
+and lets the keyword side decide); BM25 has none, so it is divided by the best. The keyword
+side's share ``w`` follows how far each side can be trusted on this query
+(``keyword_weight``): it grows with how much of the query the best keyword match covers (its
+BM25 against the sum of the query terms' IDFs) and shrinks as the model's best chunk stands
+out from its tenth (as a share of the best cosine, so it means the same for any model).
 Then pseudo-relevance feedback: the query's vector moves toward the mean of the two best
-fused chunks (Rocchio's step, weighted by how unsure the model is, as the keyword share is),
-every candidate's cosine is taken again with it, and the best chunk keeps its place. A chunk
-that says what the best matches say, in other words than the query's, rises over chunks that
-resemble the query only in passing: Cranfield (eight relevant abstracts a query) 0.571 ->
-0.582 nDCG@10, the real folder 0.848 -> 0.852 (NPL unmoved, 0.503 -> 0.501: its R@100 rises,
-not its first ten; 0.505 with 200 candidates a side). Fed back in full it drifts from the
-one answer of a question (perlfaq -0.016 to -0.033), hence a sure model (its best far ahead,
-as on the FAQ sets) feeds back little and the best chunk is never moved: the question sets
-stay within 0.001 (benchmarks/README.md). It costs one matrix product over vectors already
-in hand, no second search. Every candidate's cosine is exact (the stores return vectors),
-and each result keeps its own cosine with the query, which ``min_similarity`` filters by.
-Chunks holding a rare identifier of the query whole come first: an agent asking for
-``max_retries`` wants the chunks that say it, even when the model prefers prose about
-retries.
+fused chunks (Rocchio's step, weighted by how unsure the model is), every candidate's cosine
+is taken again with it, and the best chunk keeps its place: a chunk that says what the best
+matches say in other words rises over chunks that resemble the query in passing, while a
+sure model feeds back little. Each result keeps its own cosine with the query, which
+``min_similarity`` filters by. Chunks holding a rare identifier of the query whole come
+first. What each step gains and costs on every labelled set, and the sets each rule was
+chosen on: benchmarks/README.md, "Search quality".
 """
 
 from __future__ import annotations
