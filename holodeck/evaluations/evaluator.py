@@ -30,7 +30,7 @@ from holodeck.config.models import ModelConfig, TestCase, Turn
 from holodeck.evaluations.cache import JudgeCache
 from holodeck.evaluations.geval import StepsStore, score_geval
 from holodeck.evaluations.judge import Judge, JudgeError, Usage
-from holodeck.evaluations.rag import RagInputs, Scored, score_rag
+from holodeck.evaluations.rag import JudgedScore, RagInputs, score_rag
 from holodeck.evaluations.standard import MetricError, score_standard
 from holodeck.redact import redact
 
@@ -228,10 +228,10 @@ class Evaluator:
         case: Turn,
         answer: str | None,
         passages: list[str],
-    ) -> Scored:
+    ) -> JudgedScore:
         if isinstance(metric, StandardMetric):
             score, reason = score_standard(metric, answer or "", case.ground_truth or "")
-            return Scored(score, reason)
+            return JudgedScore(score, reason)
         assert judge is not None
         if isinstance(metric, RagMetric):
             inputs = RagInputs(case.input, answer, case.ground_truth, passages)

@@ -21,7 +21,7 @@ import pydantic
 from holodeck.config.evaluations import GEvalMetric
 from holodeck.errors import ConfigError
 from holodeck.evaluations.judge import Judge, JudgeError
-from holodeck.evaluations.rag import Scored, passages_block
+from holodeck.evaluations.rag import JudgedScore, passages_block
 
 log = logging.getLogger("holodeck.evaluations")
 
@@ -158,7 +158,7 @@ class StepsStore:
 
 async def score_geval(
     metric: GEvalMetric, judge: Judge, steps: list[str], values: dict[str, Any]
-) -> Scored:
+) -> JudgedScore:
     """Score the case's ``evaluation_params`` (values by param name) against the criteria."""
     case = "\n".join(_param_block(p, values.get(p)) for p in metric.evaluation_params)
     high = 1 if metric.strict_mode else 10
@@ -175,8 +175,8 @@ async def score_geval(
     if verdict.distribution and not metric.strict_mode:
         expected = sum(value * p for value, p in verdict.distribution.items())
         weighted = f" (weighted by log-probabilities: {expected:.2f}/10)"
-        return Scored(expected / high, f"{reply.reason.strip()}{weighted}")
-    return Scored(reply.score / high, reply.reason.strip())
+        return JudgedScore(expected / high, f"{reply.reason.strip()}{weighted}")
+    return JudgedScore(reply.score / high, reply.reason.strip())
 
 
 def _param_block(param: str, value: Any) -> str:

@@ -32,14 +32,14 @@ class _Reply(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
 
 
-class Claim(_Reply):
+class ClaimVerdict(_Reply):
     claim: str
     verdict: YesNoIdk
     reason: str
 
 
 class Claims(_Reply):
-    claims: list[Claim]
+    claims: list[ClaimVerdict]
 
 
 class Statement(_Reply):
@@ -73,7 +73,7 @@ class RagInputs:
 
 
 @dataclass
-class Scored:
+class JudgedScore:
     """A metric's score and why."""
 
     score: float
@@ -118,7 +118,7 @@ only the passages, never your own knowledge. Give a one-sentence reason for each
 """
 
 
-async def score_rag(metric_type: str, judge: Judge, inputs: RagInputs) -> Scored:
+async def score_rag(metric_type: str, judge: Judge, inputs: RagInputs) -> JudgedScore:
     """Score one rag metric for one case."""
     if metric_type == "faithfulness":
         return await faithfulness(judge, inputs)
@@ -131,12 +131,12 @@ async def score_rag(metric_type: str, judge: Judge, inputs: RagInputs) -> Scored
     raise JudgeError(f"unknown rag metric {metric_type!r}")  # refused when the config loads
 
 
-async def faithfulness(judge: Judge, inputs: RagInputs) -> Scored:
+async def faithfulness(judge: Judge, inputs: RagInputs) -> JudgedScore:
     """Claims of the answer the passages support, over its claims."""
     prompt = _FAITHFULNESS + _sections(inputs, question=True, passages=True, answer=True)
     reply: Claims = (await judge.ask("faithfulness", prompt, Claims)).data
     if not reply.claims:
-        return Scored(1.0, "the answer makes no factual claim")
+        return JudgedScore(1.0, "the answer makes no factual claim")
     supported = [c for c in reply.claims if c.verdict == "yes"]
     others = [c for c in reply.claims if c.verdict != "yes"]
     reason = f"{len(supported)} of {len(reply.claims)} claims supported by the passages"
@@ -146,13 +146,13 @@ async def faithfulness(judge: Judge, inputs: RagInputs) -> Scored:
             for c in others[:_SHOWN]
         )
         reason += f"; not supported: {shown}"
-    return Scored(len(supported) / len(reply.claims), reason)
+    return JudgedScore(len(supported) / len(reply.claims), reason)
 
 
-async def answer_relevancy(judge: Judge, inputs: RagInputs) -> Scored:
+async def answer_relevancy(judge: Judge, inputs: RagInputs) -> JudgedScore:
     """Statements of the answer that are not off the question, over its statements."""
     if not (inputs.answer or "").strip():
-        return Scored(0.0, "the answer is empty")
+        return JudgedScore(0.0, "the answer is empty")
     prompt = _ANSWER_RELEVANCY + _sections(inputs, question=True, answer=True)
     reply: Statements = (await judge.ask("answer_relevancy", prompt, Statements)).data
     if not reply.statements:
@@ -165,10 +165,10 @@ async def answer_relevancy(judge: Judge, inputs: RagInputs) -> Scored:
     )
 
 
-async def contextual_recall(judge: Judge, inputs: RagInputs) -> Scored:
+async def contextual_recall(judge: Judge, inputs: RagInputs) -> JudgedScore:
     """Sentences of the ground truth the passages support, over its sentences."""
     if not inputs.passages:
-        return Scored(0.0, "nothing was retrieved")
+        return JudgedScore(0.0, "nothing was retrieved")
     prompt = _CONTEXTUAL_RECALL + _sections(inputs, expected=True, passages=True)
     reply: Statements = (await judge.ask("contextual_recall", prompt, Statements)).data
     if not reply.statements:
@@ -183,21 +183,21 @@ async def contextual_recall(judge: Judge, inputs: RagInputs) -> Scored:
 
 def _share(
     statements: list[Statement], counts: Callable[[Statement], bool], counted: str, lacking: str
-) -> Scored:
+) -> JudgedScore:
     """The share of statements that count, naming the first few that do not."""
     rest = [s for s in statements if not counts(s)]
     total = len(statements)
     reason = f"{total - len(rest)} of {total} {counted}"
     if rest:
         reason += f"; {lacking}: " + "; ".join(repr(s.statement) for s in rest[:_SHOWN])
-    return Scored((total - len(rest)) / total, reason)
+    return JudgedScore((total - len(rest)) / total, reason)
 
 
-async def _per_passage(metric_type: str, judge: Judge, inputs: RagInputs) -> Scored:
+async def _per_passage(metric_type: str, judge: Judge, inputs: RagInputs) -> JudgedScore:
     """contextual_relevancy and contextual_precision: one verdict per passage, in rank order."""
     n = len(inputs.passages)
     if n == 0:
-        return Scored(0.0, "nothing was retrieved")
+        return JudgedScore(0.0, "nothing was retrieved")
     if metric_type == "contextual_relevancy":
         prompt = _CONTEXTUAL_RELEVANCY.format(n=n) + _sections(inputs, question=True, passages=True)
     else:
@@ -214,8 +214,10 @@ async def _per_passage(metric_type: str, judge: Judge, inputs: RagInputs) -> Sco
     useful = [v.verdict == "yes" for v in sorted(reply.passages, key=lambda v: v.passage)]
     ranks = ", ".join(str(i) for i, ok in enumerate(useful, start=1) if ok) or "none"
     if metric_type == "contextual_relevancy":
-        return Scored(sum(useful) / n, f"{sum(useful)} of {n} passages relevant (passages {ranks})")
-    return Scored(
+        return JudgedScore(
+            sum(useful) / n, f"{sum(useful)} of {n} passages relevant (passages {ranks})"
+        )
+    return JudgedScore(
         precision_score(useful),
         f"{sum(useful)} of {n} passages useful for the ground_truth, at ranks {ranks}",
     )
