@@ -6,9 +6,10 @@ embedders (OpenAI-compatible) are added here next to the local ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from holodeck.config.models import ModelConfig
+from holodeck.config.llm import ModelConfig
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.local import (
     BUILTIN_MODEL_ID,
@@ -68,10 +69,32 @@ def make_embedder(
             f"embedding_model {embedding_model!r} needs a provider: add a model: section to "
             f"agent.yaml, or use {', '.join(sorted(LOCAL_MODEL_ALIASES))} or a model folder"
         )
+    make = REMOTE.get(model.provider)
+    if make is None:
+        raise ConfigError(
+            f"embedding_model {embedding_model!r}: provider {model.provider} offers no "
+            f"embeddings; use {', '.join(sorted(REMOTE))}"
+        )
     from holodeck.config.envsubst import environment_for
+
+    return make(embedding_model, model, environment_for(project_root))
+
+
+def _openai_compatible(name: str, model: ModelConfig, env: Mapping[str, str]) -> Embedder:
+    """An embedder on the OpenAI embeddings API of ``model``'s provider (imported here: the
+    client loads slowly, and a local model needs none)."""
     from holodeck.embeddings.remote import OpenAIEmbedder
 
-    return OpenAIEmbedder.from_config(embedding_model, model, environment_for(project_root))
+    return OpenAIEmbedder.from_config(name, model, env)
+
+
+#: The remote embedder each ``model.provider`` gives (a new provider: its module and one
+#: line here). All of today's speak the OpenAI embeddings API; anthropic offers none.
+REMOTE: dict[str, Callable[[str, ModelConfig, Mapping[str, str]], Embedder]] = {
+    "openai": _openai_compatible,
+    "azure_openai": _openai_compatible,
+    "ollama": _openai_compatible,
+}
 
 
 def _is_local_path(name: str | None, project_root: Path) -> bool:
