@@ -75,23 +75,21 @@ PATCH_SHARE = 0.01
 #: Past this share of removed entries a file is rebuilt (its lists trained anew) instead of
 #: patched: the lists were drawn from vectors that are mostly gone.
 REBUILD_REMOVED_SHARE = 0.2
-#: Vectors per list: a library of n gets the power of two nearest n / ROWS_PER_LIST lists
-#: (1,024 at 100,000 chunks, 8,192 at 1,000,000), drawn by k-means (in two levels from 256
-#: lists: ``lists``) from a sample of TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS
-#: rounds (faiss's default rounds). At
-#: 1,000,000 a sample of 32 a list cut k-means from 154 to 95 s but lost a point of recall@10
-#: at the same lists read (0.9805 against 0.9915 at 256: benchmarks/README.md).
+#: Vectors per list: a library of n gets the power of two nearest n / ROWS_PER_LIST lists,
+#: drawn by k-means (in two levels for many lists: ``lists``) from a sample of
+#: TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS rounds; a smaller sample drew worse lists
+#: (benchmarks/README.md).
 ROWS_PER_LIST = 128
 TRAIN_PER_LIST = 50
 KMEANS_ROUNDS = 10
-#: Each vector is kept in the file as a 4-bit code per DIMS_PER_PART dimensions (48 bytes for
-#: 384) relative to its list's centre: faiss's fast-scan codes, scanned in SIMD blocks about
-#: 4x faster than int8 vectors at the same recall, since the best candidates are re-scored
-#: exactly anyway (benchmarks/README.md).
+#: Each vector is kept in the file as a 4-bit code per DIMS_PER_PART dimensions relative to
+#: its list's centre: faiss's fast-scan codes, scanned in SIMD blocks, faster than int8
+#: vectors at the same recall since the best candidates are ranked again anyway
+#: (benchmarks/README.md).
 CODE_BITS = 4
 DIMS_PER_PART = 4
-#: A search reads sqrt(PROBE_FACTOR x lists) lists: 128 of 1,024, 362 of 8,192 (at
-#: 1,000,000 chunks 181 found 0.9885 of the exact top 10, 256 0.9915: benchmarks/README.md).
+#: A search reads sqrt(PROBE_FACTOR x lists) lists (recall by lists read:
+#: benchmarks/README.md).
 PROBE_FACTOR = 16
 #: A file whose library has grown or shrunk so far that the right number of lists is this
 #: many times the file's (or a fraction as small) is rebuilt instead of patched.
