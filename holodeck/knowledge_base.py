@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from holodeck.config.agent_file import find_agent_file
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.config.loader import Project, ResolvedTool, load_project
 from holodeck.config.project_id import known_project_id, owned_elsewhere, source_label
@@ -80,10 +81,13 @@ class KnowledgeBase:
 
     @classmethod
     def open(cls, agent: str | os.PathLike[str] = "agent.yaml", name: str | None = None) -> Self:
-        """The knowledge base ``name`` of the agent.yaml at ``agent`` (a file or its folder);
-        without a name, its only ``vectorstore`` tool. Nothing is read from the index yet."""
+        """The knowledge base ``name`` of the agent file ``agent``, or of the one a folder's
+        commands would use (``agent.yaml`` there or in the nearest parent); without a name,
+        its only ``vectorstore`` tool. Nothing is read from the index yet."""
         path = Path(agent)
-        project = load_project(path / "agent.yaml" if path.is_dir() else path)
+        if path.is_dir():
+            path = find_agent_file(path, "create one with `holodeck init`")
+        project = load_project(path)
         if name is None:
             names = [t.name for t in project.tools]
             if len(names) != 1:

@@ -17,11 +17,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from holodeck.config.agent_file import AGENT_FILE
 from holodeck.config.envsubst import literal
 from holodeck.config.loader import PROJECT_CONFIG
 from holodeck.errors import ConfigError
 
-AGENT_FILE = "agent.yaml"
 DEFAULT_SOURCE = "docs"
 TOOL_NAME = "knowledge_base"
 STARTER_FILE = "getting-started.md"

@@ -17,11 +17,10 @@ from typing import Any
 
 import click
 
-from holodeck.errors import ConfigError
+from holodeck.config.agent_file import find_agent_file
 
 F = Callable[..., Any]
 
-AGENT_FILE = "agent.yaml"
 #: How every "no agent file" message ends: what the user can do about it.
 AGENT_HINT = "create one with `holodeck init`, or pass -a PATH"
 
@@ -53,29 +52,9 @@ def agent_path(agent_opt: str | None, agent_arg: str | None = None) -> str:
     given = agent_opt or agent_arg
     if given:
         return given
-    found = find_agent_file(Path.cwd())
+    found = find_agent_file(Path.cwd(), AGENT_HINT)
     log.debug("Agent file: %s", found)
     return str(found)
-
-
-def find_agent_file(start: Path) -> Path:
-    """``agent.yaml`` in ``start`` or the nearest parent, up to a ``.git`` folder (included).
-
-    A ``ConfigError`` naming the folders searched when there is none.
-    """
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        candidate = folder / AGENT_FILE
-        if candidate.is_file():
-            return candidate
-        if (folder / ".git").exists():  # a folder, or a file in worktrees and submodules
-            where = (
-                f"{start} (a repository's root)"
-                if folder == start
-                else f"{start} or its parents up to the repository root {folder}"
-            )
-            raise ConfigError(f"no {AGENT_FILE} in {where}; {AGENT_HINT}")
-    raise ConfigError(f"no {AGENT_FILE} in {start} or any parent folder; {AGENT_HINT}")
 
 
 class FiniteRange(click.FloatRange):
