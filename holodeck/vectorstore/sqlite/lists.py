@@ -27,13 +27,14 @@ class Lists:
     """A file's list centres, and how to assign vectors to them while it is built."""
 
     def __init__(self, centres: np.ndarray, groups: np.ndarray | None) -> None:
-        import faiss
-
+        """``groups``: the first level's centres (None: one level, assigned by the file's
+        own flat list of centres)."""
         self.centres = centres
-        dims = centres.shape[1]
-        if groups is None:
-            self.assigner: Any = faiss.IndexFlatIP(dims)
-        else:
+        self.assigner: Any = None
+        if groups is not None:
+            import faiss
+
+            dims = centres.shape[1]
             self._grouping = faiss.IndexFlatIP(dims)
             self._grouping.add(groups)
             self.assigner = faiss.IndexIVFFlat(
@@ -42,13 +43,15 @@ class Lists:
             self.assigner.nprobe = min(GROUPS_SEARCHED, groups.shape[0])
             self.assigner.add(centres)  # ids are the centres' order: the lists' numbers
             self.assigner.make_direct_map()  # faiss reads a centre back to code a residual
-            return
-        self.assigner.add(centres)
 
     @contextmanager
     def assigning(self, index: Any) -> Iterator[None]:
         """Inside the block ``index`` (whose flat quantiser holds ``centres``) assigns
-        vectors to lists the two-level way; after it, by its own flat quantiser again."""
+        vectors to lists the two-level way; after it, by its own flat quantiser again. One
+        level: by its own flat quantiser throughout."""
+        if self.assigner is None:
+            yield
+            return
         flat = index.quantizer
         index.quantizer = self.assigner
         try:
