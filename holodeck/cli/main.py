@@ -116,8 +116,7 @@ def _add_verbosity_options(command: click.Command) -> None:
 def cli(ctx: click.Context) -> None:
     """HoloDeck: turn folders of documents into knowledge bases an AI agent can search."""
     ctx.ensure_object(dict)
-    if sys.stderr.isatty():
-        show_with(_terminal_bar)
+    show_with(_terminal_bar if sys.stderr.isatty() else None)
 
 
 @contextmanager
