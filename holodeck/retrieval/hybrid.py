@@ -9,7 +9,6 @@ candidates too, and those are fused again (``expansion``). The same for every ba
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
 
 import numpy as np
 
@@ -45,21 +44,10 @@ PAIRS = True
 #: folder's tune half: top 5 from one file 12 -> 3 of 29 questions there, 17 -> 9 of 27 on
 #: its check half, nDCG@10 within 0.002 on both (benchmarks/README.md).
 SPREAD = 0.07  # 0: none (benchmarks compare)
-#: Fused chunks a reranker may reorder.
-RERANK_DEPTH = 20
 #: Runs the semantic side while the calling thread runs the keyword side. (The query is
 #: embedded before, in the calling thread: embedding it here gained nothing on two cores and
 #: left onnxruntime spinning in a run beside an ingest's.)
 _BOTH_SIDES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="holodeck-search")
-
-
-class Reranker(Protocol):
-    """Rescores the best fused chunks of a query (e.g. a cross-encoder), returning them best
-    first with new scores in [0, 1]. The hook for one: no package on PyPI ships reranker
-    weights (checked: benchmarks/README.md), and none may be downloaded at run time, so
-    holodeck has none yet."""
-
-    def __call__(self, query: str, ranked: list[Scored]) -> list[Scored]: ...
 
 
 def retrieve(
@@ -71,7 +59,6 @@ def retrieve(
     filters: ChunkFilters,
     mode: SearchMode = "hybrid",
     min_similarity: float | None = None,
-    rerank: Reranker | None = None,
 ) -> tuple[list[Passage], int]:
     """The ``k`` best passages and how many chunks were found before ``min_similarity``.
 
@@ -86,8 +73,6 @@ def retrieve(
     depth = max(min(wide, max(k, DEPTH)), DEPTH if mode == "hybrid" else 0)
     while True:
         ranked, cut = _ranked(store, tenant_id, query, vector, depth, filters, mode)
-        if rerank is not None:
-            ranked = rerank(query, ranked[:RERANK_DEPTH]) + ranked[RERANK_DEPTH:]
         kept = [s for s in ranked if min_similarity is None or s.similarity >= min_similarity]
         # the pure modes stay the model's or BM25's ranking alone
         hybrid = mode == "hybrid"

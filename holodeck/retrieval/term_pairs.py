@@ -47,7 +47,7 @@ def paired(
     """``keyword`` (BM25 hits) with each hit's pair bonus added, best first (ties by chunk
     id); as given when the query has no pair. ``idfs``: the store's, by ``casefold``."""
     words = _words(query)
-    pairs = _pairs(words)
+    pairs = query_pairs(query)
     if not pairs or not keyword:
         return list(keyword)
     idf: dict[str, float] = {}
