@@ -13,7 +13,7 @@ import click
 from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import WatchReport, ingest_tools
 from holodeck.config.loader import load_project
-from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools
+from holodeck.knowledge_base import KnowledgeBase
 from holodeck.tools.watch import watch_tools
 
 
@@ -42,7 +42,7 @@ def ingest(
     if watch and as_json:
         raise click.UsageError("--watch prints a summary line per pass; it does not take --json")
     project = load_project(agent_path(agent_opt, agent_arg))
-    tools = build_tools(project, list(tool_names) or None)
+    tools = KnowledgeBase.every(project, list(tool_names) or None)
     if not tools:
         raise click.UsageError(f"{project.agent_path.name} has no vectorstore tools to ingest")
     quiet = bool(ctx.obj.get("quiet"))
@@ -67,7 +67,7 @@ def ingest(
             tool.close()
 
 
-def _watch(tools: list[VectorStoreTool], force: bool, quiet: bool) -> None:
+def _watch(tools: list[KnowledgeBase], force: bool, quiet: bool) -> None:
     """The watch loop in the foreground until Ctrl-C or SIGTERM (then exit code 0)."""
 
     def terminate(signum: int, frame: FrameType | None) -> None:

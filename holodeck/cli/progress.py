@@ -23,7 +23,6 @@ from holodeck.ingest.status import IngestStatus, Progress
 from holodeck.knowledge_base import KnowledgeBase
 from holodeck.redact import redact_url
 from holodeck.tools.initialize import initialize_tools
-from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 
 def ingest_tools(
@@ -64,7 +63,7 @@ class WatchReport:
 
     def __init__(
         self,
-        tools: list[VectorStoreTool],
+        tools: Sequence[KnowledgeBase],
         quiet: bool,
         first_pass_fails: bool = True,
         stdout: bool = True,
@@ -80,12 +79,12 @@ class WatchReport:
         """The usual progress display of one tool's pass."""
         return ingest_progress(tool, self.quiet)
 
-    def done(self, tool: VectorStoreTool) -> None:
+    def done(self, tool: KnowledgeBase) -> None:
         self.failures.pop(tool.name, None)
         stamp = time.strftime("%H:%M:%S ") if self.watching else ""
         click.echo(stamp + tool.summary_line(), err=not self.summaries_on_stdout)
 
-    def failed(self, tool: VectorStoreTool, exc: Exception, first_pass: bool) -> None:
+    def failed(self, tool: KnowledgeBase, exc: Exception, first_pass: bool) -> None:
         if first_pass and self.first_pass_fails:
             raise exc
         self.failures[tool.name] = redact_url(str(exc))

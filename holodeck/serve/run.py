@@ -32,6 +32,7 @@ from mcp.server.stdio import stdio_server
 
 from holodeck.envvars import LOCK_TIMEOUT, REDIS_LOCK_TTL
 from holodeck.errors import ConfigError
+from holodeck.knowledge_base import KnowledgeBase
 from holodeck.tools.initialize import ProgressFactory
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 from holodeck.tools.watch import ErrorHandler, watch_tools
@@ -58,7 +59,7 @@ class WatchHooks:
     """How the watch loop's passes are shown (the CLI renders them)."""
 
     progress: ProgressFactory | None = None
-    on_done: Callable[[VectorStoreTool], None] | None = None
+    on_done: Callable[[KnowledgeBase], None] | None = None
     on_error: ErrorHandler | None = None
     on_ready: Callable[[], None] | None = None
 

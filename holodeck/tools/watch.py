@@ -17,15 +17,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from watchfiles import Change, DefaultFilter, watch
 
 from holodeck.ingest.status import IngestStatus, Progress
+from holodeck.knowledge_base import KnowledgeBase
 from holodeck.tools.initialize import ProgressFactory, initialize_tools
-from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 log = logging.getLogger("holodeck.watch")
 
@@ -37,7 +37,7 @@ DEBOUNCE_MS = 2_000
 WAKE_MS = 200
 
 #: Called when a tool's pass fails: (tool, error, is_first_pass). Raising stops the loop.
-ErrorHandler = Callable[[VectorStoreTool, Exception, bool], None]
+ErrorHandler = Callable[[KnowledgeBase, Exception, bool], None]
 
 _JUNK = DefaultFilter()  # swap files, ~ backups, __pycache__, .git ...
 
@@ -64,12 +64,12 @@ class _OncePerMessage(logging.Filter):
 
 
 def watch_tools(
-    tools: list[VectorStoreTool],
+    tools: Sequence[KnowledgeBase],
     stop: threading.Event,
     *,
     force: bool = False,
     progress: ProgressFactory | None = None,
-    on_done: Callable[[VectorStoreTool], None] | None = None,
+    on_done: Callable[[KnowledgeBase], None] | None = None,
     on_error: ErrorHandler | None = None,
     on_ready: Callable[[], None] | None = None,
 ) -> None:
@@ -117,10 +117,10 @@ def watch_tools(
 
 
 def run_pass(
-    tools: list[VectorStoreTool],
+    tools: Sequence[KnowledgeBase],
     force: bool,
     progress: ProgressFactory | None,
-    on_done: Callable[[VectorStoreTool], None] | None,
+    on_done: Callable[[KnowledgeBase], None] | None,
     on_error: ErrorHandler | None,
     first_pass: bool,
 ) -> None:
@@ -154,7 +154,7 @@ def _stoppable(progress: ProgressFactory | None, stop: threading.Event) -> Progr
     return factory
 
 
-def watch_roots(tools: Iterable[VectorStoreTool]) -> tuple[list[Path], bool]:
+def watch_roots(tools: Iterable[KnowledgeBase]) -> tuple[list[Path], bool]:
     """The folders to watch and whether recursively: every folder source (nested ones once).
 
     A file source is not watched through its folder, which may be a whole project with a
@@ -176,12 +176,12 @@ class _FileSources:
     """The tools whose source is one file, and that file's (mtime, size) when last looked at:
     a change that has held still for one tick starts a pass (an editor is done writing)."""
 
-    def __init__(self, tools: Iterable[VectorStoreTool]) -> None:
+    def __init__(self, tools: Iterable[KnowledgeBase]) -> None:
         self.tools = [t for t in tools if not t.resolved.source.is_dir()]
         self.seen = {t.name: _signature(t.resolved.source) for t in self.tools}
         self.done = dict(self.seen)
 
-    def changed(self, already: list[VectorStoreTool]) -> list[VectorStoreTool]:
+    def changed(self, already: Sequence[KnowledgeBase]) -> list[KnowledgeBase]:
         """The file tools due for a pass; ``already`` are being passed for their events."""
         due = []
         for tool in self.tools:
@@ -205,11 +205,11 @@ def _signature(path: Path) -> tuple[int, int] | None:
 
 
 def tools_for(
-    tools: Iterable[VectorStoreTool], changes: set[tuple[Change, str]]
-) -> list[VectorStoreTool]:
+    tools: Iterable[KnowledgeBase], changes: set[tuple[Change, str]]
+) -> list[KnowledgeBase]:
     """The tools a batch of changes concerns: a path inside the tool's source that is neither
     hidden (relative to the source) nor an editor's temporary file."""
-    wanted: list[VectorStoreTool] = []
+    wanted: list[KnowledgeBase] = []
     for tool in tools:
         source = _real(tool.resolved.source)
         for change, raw in changes:
