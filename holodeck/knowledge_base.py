@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, Self
 from holodeck.config.agent_file import find_agent_file
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.config.loader import Project, ResolvedTool, load_project
-from holodeck.config.project_id import known_project_id, owned_elsewhere, source_label
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
 from holodeck.errors import ConfigError, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.library import LibraryTarget, is_current
+from holodeck.ownership import check_readable
 from holodeck.results import (
     SearchResult,
     Where,
@@ -43,7 +43,6 @@ from holodeck.results import (
 )
 from holodeck.retrieval.fusion import SearchMode
 from holodeck.retrieval.hybrid import retrieve
-from holodeck.vectorstore.errors import LibraryOwnedError
 from holodeck.vectorstore.factory import open_index
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
@@ -60,8 +59,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_QUERY_CHARS = 4000
 #: Tools already warned that their chunk_size was capped (warn once per process).
 _WARNED_CHUNK_SIZE: set[str] = set()
-#: Tools already warned that their library was filled from another source folder.
-_WARNED_MOVED: set[str] = set()
 
 
 class KnowledgeBase:
@@ -174,34 +171,19 @@ class KnowledgeBase:
         self.store.adapter.preload(self.project.tenant_id, ChunkFilters(library_ids=[self.name]))
 
     def check_readable(self) -> None:
-        """Reading follows writing: a library another project fills is refused (one
-        ``ConfigError`` line naming the agent, the tool and the fix) unless the agent names
-        its tenant explicitly. A library this project filled from another source folder is
-        its own: a warning says its results name the old paths until the next ingest."""
-        agent = self.project.agent
-        if agent.tenant is not None:
-            return
-        store, tenant = self.store, self.project.tenant_id
-        if self._project_id is None:  # read once found (the first ingest may create it)
-            self._project_id = known_project_id(self.project.root)
-        try:
-            owner = store.check_reader(tenant, self.name, self._project_id)
-        except LibraryOwnedError:
-            where = f"the {store.adapter.backend} index"
-            raise ConfigError(
-                owned_elsewhere(agent.name, self.name, tenant, where, reading=True)
-            ) from None
-        indexed = owner.get("source") if owner else None
-        source = source_label(self.project.root, self.resolved.source)
-        if indexed is not None and indexed != source and self.name not in _WARNED_MOVED:
-            _WARNED_MOVED.add(self.name)
-            log.warning(
-                "%s: indexed from %s, but its source is now %s; results name the old paths "
-                "until `holodeck ingest` moves them",
-                self.name,
-                indexed,
-                source,
-            )
+        """Reading follows writing (``ownership.check_readable``): a library another project
+        fills is refused unless the agent names its tenant explicitly; one this project filled
+        from another source folder is read with a warning."""
+        self._project_id = check_readable(
+            lambda: self.store.adapter,
+            self.project.tenant_id,
+            self.name,
+            agent_name=self.project.agent.name,
+            explicit_tenant=self.project.agent.tenant is not None,
+            root=self.project.root,
+            source=self.resolved.source,
+            project_id=self._project_id,
+        )
 
     @property
     def chunk_size(self) -> int:
@@ -280,7 +262,7 @@ class KnowledgeBase:
 
     def is_current(self) -> bool:
         """Whether the index already holds the source as it is now (one ``stat`` per file,
-        no lock, no write: ``pipeline.is_current``); a reader then has nothing to ingest.
+        no lock, no write: ``ingest.library.is_current``); a reader then has nothing to ingest.
         False when the source is missing: the ingest says why."""
         source = self.resolved.source
         if not source.exists():
@@ -430,10 +412,10 @@ def shared_embedder(tool: ResolvedTool, project: Project) -> Embedder:
 def settle() -> None:
     """Keep what is loaded by now (modules, the model, the index's handles: all of it lives
     as long as the process) out of every later garbage collection. A search makes thousands
-    of short-lived records, and each full collection they set off walked all of it: hybrid
-    at top_k 1000 over 10,000 chunks, p95 118-136 -> 89-100 ms (benchmarks/README.md).
-    ``gc.freeze`` costs nothing itself, and a frozen object is still freed when nothing
-    refers to it (only cycles among them stay)."""
+    of short-lived records, and each full collection they set off would walk all of it
+    (benchmarks/README.md measures what that costs a search). ``gc.freeze`` costs nothing
+    itself, and a frozen object is still freed when nothing refers to it (only cycles among
+    them stay)."""
     gc.freeze()
 
 

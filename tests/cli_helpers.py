@@ -100,7 +100,8 @@ def _run_in_process(
 PER_PROCESS_STATE = {
     "holodeck.ingest.skips": ("_warned",),
     "holodeck.redact": ("_secrets",),
-    "holodeck.knowledge_base": ("_WARNED_CHUNK_SIZE", "_WARNED_MOVED", "_EMBEDDERS"),
+    "holodeck.knowledge_base": ("_WARNED_CHUNK_SIZE", "_EMBEDDERS"),
+    "holodeck.ownership": ("_WARNED_MOVED",),
 }
 
 

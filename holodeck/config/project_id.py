@@ -1,9 +1,8 @@
-"""Who fills a library: the project's id (kept in ``.holodeck/project_id``) and its source.
+"""The project's id, kept in ``.holodeck/project_id``: what names the project in a shared index.
 
-In a shared index a library belongs to one source, so another project whose agent and tool
-happen to share names cannot erase it. The project is known by an id kept in its own files,
-never by its path: a laptop and a CI checkout of one repository are the same project. The
-file is created on first ingest and is meant to be committed.
+A project is known by an id kept in its own files, never by its path, so a laptop and a CI
+checkout of one repository are the same project (``holodeck.ownership`` says what that
+decides). The file is created on first ingest and is meant to be committed.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import socket
 import uuid
 from pathlib import Path
 
@@ -82,48 +80,3 @@ def _read(path: Path) -> str | None:
             "a shared index keeps for the old id then refuse this project)"
         )
     return ids[0]
-
-
-def library_owner(root: Path, source: Path) -> dict[str, str]:
-    """The owner record of a library filled from ``source`` by the project at ``root``.
-
-    ``project_id`` and ``source`` (relative to the root when inside it) identify the owner;
-    ``root``, ``host`` and ``description`` only describe it, to name it in an error.
-    """
-    shown = source_label(root, source)
-    host = socket.gethostname()
-    return {
-        "project_id": project_id(root),
-        "source": shown,
-        "root": str(root),
-        "host": host,
-        "description": f"source {shown} of the project at {root} (host {host})",
-    }
-
-
-def source_label(root: Path, source: Path) -> str:
-    """A source as an owner record names it: relative to the project root when inside it."""
-    try:
-        return source.relative_to(root).as_posix() or "."
-    except ValueError:
-        return str(source)
-
-
-def owned_elsewhere(agent: str, tool: str, tenant: str, where: str, *, reading: bool) -> str:
-    """Why a library another project fills is refused, and what to change.
-
-    Names this agent, tool and tenant and the index, never the other project: its path,
-    host and id are not this project's to see.
-    """
-    head = f"agent {agent!r}, tool {tool!r}: the library of tenant {tenant!r} in {where}"
-    if reading:
-        what = "is filled by another project, so this project may not read it"
-        share = f"to share it, set tenant: {tenant} explicitly (its next ingest takes it over)"
-    else:
-        what = "is filled by another project; nothing was changed"
-        share = f"to take it over, set tenant: {tenant} explicitly"
-    return (
-        f"{head} {what}. To keep both, set tenant: to another value in agent.yaml or rename "
-        f"the tool; {share}; if both are one project, commit {PROJECT_ID_FILE.as_posix()} so "
-        "every checkout shares its id"
-    )

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
-from holodeck.config.project_id import source_label
 from holodeck.ingest.discover import SourceFile, discover
+from holodeck.ownership import filled_elsewhere
 from holodeck.vectorstore.records import DocState
 from holodeck.vectorstore.store import VectorStore
 
@@ -29,7 +29,7 @@ class LibraryTarget:
     #: Extensions to ingest (lower case, with the dot) and gitignore-style patterns to leave out.
     file_types: tuple[str, ...] = DEFAULT_FILE_TYPES
     exclude: tuple[str, ...] = ()
-    #: Who fills the library (``config.project_id.library_owner``); made from
+    #: Who fills the library (``ownership.library_owner``); made from
     #: ``project_root`` and ``source`` when not given.
     owner: dict[str, str] | None = None
     #: Take the library over from another source (the agent names its ``tenant:`` itself).
@@ -47,9 +47,8 @@ def is_current(store: VectorStore, model_id: str, target: LibraryTarget) -> bool
     info = store.describe_index()
     if info is None or info.embedding_model != model_id:
         return False
-    owner = store.adapter.library_owner(target.tenant_id, target.library_id)
-    if owner is not None and owner.get("source") != source_label(
-        target.project_root, target.source
+    if filled_elsewhere(
+        store.adapter, target.tenant_id, target.library_id, target.project_root, target.source
     ):
         return False  # filled from another folder: the ingest moves it (or refuses)
     files = discover(target.source, target.file_types, target.exclude).stats()

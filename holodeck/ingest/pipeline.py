@@ -1,11 +1,12 @@
 """Incremental ingestion of one library: plan what changed, then convert, chunk, embed, store.
 
-Every write goes through the ``VectorStore`` (which checks, then passes to the adapter). A
-document is written whole: its old state and chunks go and its new chunks and state come in
+Chunks and document states are written through the ``VectorStore`` (which checks, then
+passes to the adapter), the library's owner record through ``ownership``. A document is
+written whole: its old state and chunks go and its new chunks and state come in
 together (one transaction on the SQLite index), so an interruption leaves the documents
 committed so far intact and the re-run redoes the rest. A document bigger than one
 embedding window is written in slices (the first replaces the old chunks, the last brings
-the state), so a crash inside a 500-page PDF loses the windows being embedded (two at
+the state), so a crash inside a long PDF loses the windows being embedded (two at
 most), not the file: the re-run reuses the vectors of the slices already stored.
 
 Chunks are embedded in windows of ``EMBED_WINDOW``, sorted by length across the window so
@@ -30,15 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from holodeck.config.project_id import library_owner, owned_elsewhere
 from holodeck.embeddings.base import Embedder
 from holodeck.envvars import LOCK_TIMEOUT
-from holodeck.errors import ConfigError, EmbeddingError, IngestError, ValidationError
+from holodeck.errors import EmbeddingError, IngestError, ValidationError
 from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ingest.library import LibraryTarget, unchanged
 from holodeck.ingest.skips import SkipReport
 from holodeck.ingest.status import IngestStatus, Progress, TokenEstimate
-from holodeck.vectorstore.errors import LibraryOwnedError
+from holodeck.ownership import claim_for_ingest, library_owner, record_owner
 from holodeck.vectorstore.records import (
     ChunkRecord,
     DocState,
@@ -55,9 +55,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("holodeck.ingest")
 
 #: Chunks embedded as one window: sorted by length across it, so each model call holds
-#: chunks of about one length (calls of 32 chunks padded 12.8 % of the tokens of one-chunk
-#: files; on 150 real files 3.1 % with 32, 0.5 % with 256, 0.3 % with 512). A window is
-#: also what a crash can lose and how long a first search waits for a first commit.
+#: chunks of about one length and pads little. A window is also what a crash can lose and
+#: how long a first search waits for a first commit.
 EMBED_WINDOW = 256
 #: Tokens per embedding call within a window: progress moves after each call.
 EMBED_CALL_TOKENS = 8192
@@ -72,9 +71,7 @@ PREPARE_AHEAD = 2 * EMBED_WINDOW
 #: sections), recorded with each document's state. A document stored under another version
 #: is chunked again by the next ingest, even when its file did not change, and its chunks
 #: whose text is unchanged keep their vectors: an upgrade brings an index to the new rules
-#: without re-embedding what they left alone. (1: holodeck 0.1; 2: only the content, no
-#: fragments, section paths; 3: the section path embedded and keyword indexed with the
-#: text, ``records.indexed_text``: chunks with a section get a new vector.)
+#: without re-embedding what they left alone. Raise it whenever those rules change.
 CHUNKING_VERSION = 3
 _VERSION_TAG = f"+chunks{CHUNKING_VERSION}"
 
@@ -155,69 +152,26 @@ def ingest_library(
     timeout = timeout if wait else 0.0
     owner = target.owner or library_owner(target.project_root, target.source)
     with store.library_lock(target.tenant_id, target.library_id, timeout):
-        moved = _claim(store, target, owner)  # before anything is removed: --force included
+        moved = claim_for_ingest(  # before anything is removed: --force included
+            store.adapter,
+            target.tenant_id,
+            target.library_id,
+            owner,
+            take_over=target.take_over,
+            agent_name=target.agent_name,
+            project_root=target.project_root,
+        )
         summary.rebuilt = _check_model(store, embedder, target, force)
         run = _Run(store, embedder, target, summary, progress, force, skips)
         run.relocate = moved is not None
         run.execute(found.files)
         if moved is not None:  # every document follows now: the record may say so
-            store.record_owner(target.tenant_id, target.library_id, owner)
+            record_owner(store.adapter, target.tenant_id, target.library_id, owner)
     skips.finish()
     summary.skipped_files = [{"path": path, "reason": why} for path, why in skips.entries]
     summary.chunks_total = store.count(target.tenant_id, target.library_id)
     summary.seconds = time.perf_counter() - started
     return summary
-
-
-def _claim(
-    store: VectorStore, target: LibraryTarget, owner: dict[str, str]
-) -> dict[str, str] | None:
-    """Make sure this project may fill the library; another project's is refused (exit 2).
-
-    Returns the previous owner record when the library is this project's but was filled from
-    another source folder (the project moved its folder): the documents follow the move.
-    """
-    tenant, library = target.tenant_id, target.library_id
-    try:
-        claim = store.claim_library(tenant, library, owner, take_over=target.take_over)
-    except LibraryOwnedError:
-        where = f"the {store.adapter.backend} index"
-        raise ConfigError(
-            owned_elsewhere(target.agent_name or tenant, library, tenant, where, reading=False)
-        ) from None
-    if claim.outcome == "adopted":
-        log.info(
-            "Library %s of tenant %s had no owner record (made by an older holodeck); "
-            "claimed for %s",
-            library,
-            tenant,
-            owner["description"],
-        )
-    elif claim.outcome == "taken":
-        log.warning(
-            "Library %s of tenant %s belonged to another project; taken over by %s (tenant: "
-            "is set in agent.yaml); its documents are replaced by this source's",
-            library,
-            tenant,
-            owner["description"],
-        )
-    elif claim.outcome == "moved" and claim.previous is not None:
-        before = claim.previous.get("source", "?")
-        still = (target.project_root / before).exists() if before != "?" else False
-        log.log(
-            logging.WARNING if still else logging.INFO,
-            "Library %s was filled from %s, now from %s (this project's source moved): its "
-            "documents follow without re-embedding where their content is the same%s",
-            library,
-            before,
-            owner["source"],
-            f"; {before} still exists: if another agent file of this project fills tool "
-            f"{library} from it, give one of them another tool name"
-            if still
-            else "",
-        )
-        return claim.previous
-    return None
 
 
 def _check_model(
@@ -338,7 +292,7 @@ class _Run:
         ingest, hashed.
 
         A new file with the content of a vanished one (same bytes, same type) takes its
-        chunks and vectors (seed 004's move: metadata only, no re-embedding); so do the
+        chunks and vectors (a move: metadata only, no re-embedding); so do the
         documents of a source folder the project moved (``relocate``).
         """
         t = self.t

@@ -1,18 +1,16 @@
-"""``VectorStore``: the tenant-filtered vector index of the knowledge-base chunks (seed 004).
+"""``VectorStore``: the tenant-filtered vector index of the knowledge-base chunks.
 
-It checks, the adapter stores. Nothing enters the index that cannot be compared with what is
-there: a batch with a record of another tenant, or a vector of another model or length than
-the index, is refused whole before any write. A search with a query vector of another length
-is refused; an empty library scope finds nothing without asking the adapter. A library belongs
-to one owner (one source): another claiming it is refused, unless it takes it over on purpose.
+It checks, the adapter stores (the storage contract, docs/contract.md). Nothing enters the
+index that cannot be compared with what is there: a batch with a record of another tenant,
+or a vector of another model or length than the index, is refused whole before any write. A
+search with a query vector of another length is refused; an empty library scope finds nothing
+without asking the adapter. Who owns a library is ``holodeck.ownership``'s to decide.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
@@ -21,7 +19,6 @@ from holodeck.vectorstore.errors import (
     MODEL_MISMATCH,
     QUERY_DIMENSION_MISMATCH,
     TENANT_MISMATCH,
-    LibraryOwnedError,
     StoreError,
 )
 from holodeck.vectorstore.records import (
@@ -31,24 +28,6 @@ from holodeck.vectorstore.records import (
     DocState,
     IndexInfo,
 )
-
-#: The field of an owner record that identifies it (a project); the others describe it.
-OWNER_IDENTITY = "project_id"
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What claiming a library found.
-
-    ``new``: nobody owned it and it was empty; ``same``: already this owner's; ``moved``: this
-    project's, filled from another source folder until now (``previous``: the record, kept
-    until the caller has moved the documents and calls ``record_owner``); ``adopted``: it
-    held chunks but no owner record (an older release made it); ``taken``: another
-    project's, taken over on purpose (``previous`` says whose).
-    """
-
-    outcome: Literal["new", "same", "moved", "adopted", "taken"]
-    previous: dict[str, str] | None = None
 
 
 class VectorStore:
@@ -60,53 +39,6 @@ class VectorStore:
     def describe_index(self) -> IndexInfo | None:
         """The embedding model and vector length the index was created with (None if new)."""
         return self.adapter.describe()
-
-    def claim_library(
-        self,
-        tenant_id: str,
-        library_id: str,
-        owner: dict[str, str],
-        *,
-        take_over: bool = False,
-    ) -> Claim:
-        """Check that ``owner`` may fill the library and record it as the owner.
-
-        Owners are the same project when their ``OWNER_IDENTITY`` is; a changed description
-        (the project's folder moved) is recorded, a changed source is a ``moved`` claim (the
-        record changes when the caller says the documents follow). Another project's library
-        raises ``LibraryOwnedError`` before anything is written, unless ``take_over``.
-        """
-        current = self.adapter.library_owner(tenant_id, library_id)
-        if current is None:
-            had_chunks = self.adapter.count(tenant_id, library_id) > 0
-            self.adapter.set_library_owner(tenant_id, library_id, owner)
-            return Claim("adopted" if had_chunks else "new")
-        if current.get(OWNER_IDENTITY) == owner.get(OWNER_IDENTITY):
-            if current.get("source") != owner.get("source"):
-                return Claim("moved", current)
-            if current != owner:
-                self.adapter.set_library_owner(tenant_id, library_id, owner)
-            return Claim("same")
-        if not take_over:
-            raise LibraryOwnedError(tenant_id, library_id, current, owner)
-        self.adapter.set_library_owner(tenant_id, library_id, owner)
-        return Claim("taken", current)
-
-    def record_owner(self, tenant_id: str, library_id: str, owner: dict[str, str]) -> None:
-        """Record ``owner`` as the library's (after a ``moved`` claim's documents followed)."""
-        self.adapter.set_library_owner(tenant_id, library_id, owner)
-
-    def check_reader(
-        self, tenant_id: str, library_id: str, project_id: str | None
-    ) -> dict[str, str] | None:
-        """Reading follows writing: project ``project_id`` may read a library it fills, or one
-        nobody has claimed yet (empty, or made by an older release); another project's raises
-        ``LibraryOwnedError``. Returns the owner record (None: unclaimed). A caller that named
-        the tenant explicitly does not ask."""
-        owner = self.adapter.library_owner(tenant_id, library_id)
-        if owner is None or (project_id is not None and owner.get(OWNER_IDENTITY) == project_id):
-            return owner
-        raise LibraryOwnedError(tenant_id, library_id, owner, {OWNER_IDENTITY: project_id or ""})
 
     def upsert_chunks(self, tenant_id: str, records: Sequence[ChunkRecord]) -> None:
         """Store the chunks of a document; the whole batch is refused on any bad record."""

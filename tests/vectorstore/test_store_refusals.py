@@ -1,4 +1,5 @@
-"""Every refusal of seed 004: the stable code, status 400, and nothing written.
+"""Every refusal of the store (the storage contract, docs/contract.md): the stable code,
+status 400, and nothing written.
 
 Run against the memory and the local adapter (the Redis adapter has its own suite); the
 local one is reopened from disk to prove nothing reached the file either.
@@ -16,7 +17,6 @@ from holodeck.vectorstore.errors import (
     MODEL_MISMATCH,
     QUERY_DIMENSION_MISMATCH,
     TENANT_MISMATCH,
-    LibraryOwnedError,
     StoreError,
 )
 from holodeck.vectorstore.local import LocalIndexAdapter
@@ -163,33 +163,3 @@ def test_moved_book_is_searched_in_its_new_library(make_store) -> None:  # type:
     store.move_book("t1", ".", "other")
     assert store.search("t1", query, 5, ChunkFilters(library_ids=["lib"])) == []
     assert len(store.search("t1", query, 5, ChunkFilters(library_ids=["other"]))) == 2
-
-
-OWNER_A = {"project_id": "proj-a", "source": "docs", "root": "/a", "description": "docs of /a"}
-OWNER_B = {"project_id": "proj-b", "source": "docs", "root": "/b", "description": "docs of /b"}
-
-
-def test_a_library_belongs_to_one_owner(make_store) -> None:  # type: ignore[no-untyped-def]
-    store = make_store()
-    assert store.claim_library("t1", "lib", OWNER_A).outcome == "new"
-    store.upsert_chunks("t1", [record(index=0, seed=1)])
-    store.adapter.flush()
-    store = make_store()  # local: reopened from disk, the owner with it
-    with pytest.raises(LibraryOwnedError) as refused:
-        store.claim_library("t1", "lib", OWNER_B)
-    assert refused.value.owner == OWNER_A and refused.value.exit_code == 2
-    assert store.adapter.library_owner("t1", "lib") == OWNER_A  # nothing changed
-    assert store.claim_library("t1", "other-lib", OWNER_B).outcome == "new"
-    assert store.claim_library("t2", "lib", OWNER_B).outcome == "new"
-    moved = {**OWNER_A, "root": "/ci/checkout", "description": "docs of /ci/checkout"}
-    assert store.claim_library("t1", "lib", moved).outcome == "same"  # same id and source
-    assert store.adapter.library_owner("t1", "lib") == moved  # the description follows
-    taken = store.claim_library("t1", "lib", OWNER_B, take_over=True)
-    assert (taken.outcome, taken.previous) == ("taken", moved)
-    assert store.adapter.library_owner("t1", "lib") == OWNER_B
-
-
-def test_a_library_without_owner_record_is_adopted(make_store) -> None:  # type: ignore[no-untyped-def]
-    store = seeded(make_store)  # chunks, as an older release left them: no owner record
-    assert store.claim_library("t1", "lib", OWNER_B).outcome == "adopted"
-    assert store.claim_library("t1", "lib", OWNER_B).outcome == "same"
