@@ -20,7 +20,7 @@ class ConfigError(HoloDeckError):
 
 
 class ValidationError(ConfigError):
-    """The contract's ValidationError: input that cannot be used (e.g. no supported files)."""
+    """Input that cannot be used (e.g. no supported files)."""
 
 
 class IngestError(HoloDeckError):
@@ -28,7 +28,8 @@ class IngestError(HoloDeckError):
 
 
 class EmbeddingError(HoloDeckError, RuntimeError):
-    """The embedder failed; the contract says to fail fast (never a zero vector)."""
+    """The embedder failed: fail fast, never a zero vector (a ``RuntimeError``, as the tool
+    contract asks: docs/contract.md)."""
 
 
 class LLMError(HoloDeckError):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # imported when a client is made: 1.5 s of CPU a retrieval-only run skips
+if TYPE_CHECKING:  # imported when a client is made: a slow import a retrieval-only run skips
     import openai
 
 from holodeck.config.llm import ModelConfig

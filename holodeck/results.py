@@ -1,13 +1,12 @@
 """Search results as they are shown, in one place below chat, search, test and serve.
 
-- For the LLM: the contract's "Formatted Output Template", byte for byte; the same text with
-  each result's place in its file (for people and MCP clients); the JSON form of the same
-  results (``holodeck search --json``, MCP structured content).
+- For the LLM: the tool contract's formatted text, byte for byte (docs/contract.md); the
+  same text with each result's place in its file (for people and MCP clients); the JSON form
+  of the same results (``holodeck search --json``, MCP structured content).
 - For a person: a header saying where a result is, then the few lines that best match the
   question, its words highlighted (``holodeck chat`` and ``holodeck search`` on a terminal).
   On a terminal, ``[1] 0.71  git/git-reset.txt › EXAMPLES › Undo a commit · lines 150-194``;
-  in a pipe, the contract's result line continued with named fields, a stable form for
-  scripts.
+  in a pipe, the LLM's result line continued with named fields, a stable form for scripts.
 - The few lines worth reading: the piece of a chunk (sentence, list item, table row) holding
   most of the query's words, compared by their Snowball stems so "retry" finds "retried";
   common words do not count; a purely semantic hit shows the chunk's beginning.
@@ -49,7 +48,7 @@ class SearchResult:
     similarity: float = 0.0  # cosine similarity with the query (min_similarity_score's measure)
     chunks: list[int] = field(default_factory=list)  # chunk indexes merged into this passage
     #: Where in the file: ``page 3``, ``lines 10-42``, ``rows 2-41``...; empty when unknown.
-    #: Shown to people (CLI, reports, JSON, MCP), never in the contract's formatted output.
+    #: Shown to people (CLI, reports, JSON, MCP), never in the formatted text the LLM reads.
     location: str = ""
     #: The heading path of its section: ``EXAMPLES › Undo a commit``; empty when unknown.
     section: str = ""
@@ -65,8 +64,8 @@ class SearchResult:
         return " · ".join(part for part in (self.section, self.location) if part)
 
 
-#: How a result line says where the result is: not at all (the contract's template, what
-#: the agent's LLM reads), ``label`` (``Source: path (lines 3-9) | Section: A › B``, for
+#: How a result line says where the result is: not at all (the formatted text the agent's
+#: LLM reads), ``label`` (``Source: path (lines 3-9) | Section: A › B``, for
 #: people: ``holodeck search``) or ``fields`` (``Source: path | Location: lines 3-9 |
 #: Section: A › B``: MCP results and chat's line mode).
 Where = Literal["label", "fields"] | None
@@ -81,8 +80,8 @@ def where_fields(result: SearchResult) -> str:
 def format_results(results: list[SearchResult], *, where: Where = None) -> str:
     """``Found N result(s):`` then one block per result, blocks separated by a blank line.
 
-    The default is the contract's template byte for byte (what the LLM reads); ``where``
-    adds each result's place in its file (see ``Where``).
+    The default is the tool contract's formatted text byte for byte (what the LLM reads);
+    ``where`` adds each result's place in its file (see ``Where``).
     """
     blocks = []
     for r in results:

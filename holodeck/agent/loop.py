@@ -1,9 +1,9 @@
 """The agent: an LLM that searches the knowledge bases through tool calls, or retrieval only.
 
 One turn sends the system prompt, the conversation and one function per vectorstore tool
-(the contract's definition), per function tool and per tool of each MCP server; runs the
-tool calls the model asks for (concurrently), sends each result back with its
-``tool_call_id`` and repeats until the model answers, at most ``max_tool_rounds`` times.
+(its ``tool_definition``: one required ``query``), per function tool and per tool of each MCP
+server; runs the tool calls the model asks for (concurrently), sends each result back with
+its ``tool_call_id`` and repeats until the model answers, at most ``max_tool_rounds`` times.
 Without a ``model:`` each message is a search of every knowledge base. Chat and
 ``holodeck test`` both drive this class; it prints nothing itself.
 """
@@ -415,7 +415,7 @@ class Agent:
     async def _search(
         self, call_id: str, name: str, query: str | None, arguments: dict[str, Any]
     ) -> ToolCallRecord:
-        """Search tool ``name``: structured results plus the contract's formatted text."""
+        """Search tool ``name``: structured results plus the formatted text the LLM reads."""
         tool = self._by_name.get(name)
         if tool is None:
             valid = ", ".join([*self._by_name, *self.functions]) or "none"

@@ -54,7 +54,7 @@ class HoloDeckGroup(click.Group):
         except HoloDeckError as exc:
             _fail(ctx, exc, exc.exit_code)
         except (FileNotFoundError, ValueError) as exc:
-            # The contract's exceptions for a missing source or bad input: the user's to fix.
+            # The tool's exceptions for a missing source or bad input: the user's to fix.
             _fail(ctx, exc, ConfigError.exit_code)
         except Exception as exc:  # a bug or an unexpected failure: still one line by default
             _fail(ctx, exc, 3, unexpected=True)
@@ -132,7 +132,7 @@ cli.params.extend(_verbosity_options())
 
 
 #: Commands by name, imported only when used: a command never pays for another's imports
-#: (the LLM client alone costs more than a second).
+#: (the LLM client alone is slow to import).
 COMMANDS = {
     "chat": "holodeck.cli.chat_cmd:chat",
     "config": "holodeck.cli.config_cmd:config",
@@ -150,8 +150,8 @@ def main() -> None:
 
     A command that has finished its work and closed what it opened may set
     ``exit_fast``: the process then ends at once, without the interpreter's teardown
-    (freeing every module and object, joining idle threads: a tenth of a second for a
-    shell search, a sixth of its floor).
+    (freeing every module and object, joining idle threads: a good part of a shell
+    search's time).
     """
     obj: dict[str, Any] = {}
     try:

@@ -121,7 +121,7 @@ def search(
     stderr; --no-ingest searches what is indexed now).
 
     On a terminal each result shows where it is and the lines that best match, the query's
-    words highlighted (--full: whole passages); piped, the contract's text with each
+    words highlighted (--full: whole passages); piped, the text the LLM reads with each
     result's location and section; --json for scripts. A query starting with "-" is
     searched as it is (holodeck search --no-ff).
     """
@@ -138,8 +138,8 @@ def search(
     # checked (an ingest, which embeds many, reopens them with onnxruntime's optimisation).
     for_many = quick_start(tools)
     # What is loaded by now lives until the process ends: out of the collections the file
-    # check's 10,000 small tuples would set off (its first full one walked all of it: 20-25
-    # ms of a 60 ms check).
+    # check's many small tuples would set off (its first full one walked all of it, a good
+    # part of the check's time).
     settle()
     try:
         if no_ingest:

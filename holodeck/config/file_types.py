@@ -1,5 +1,5 @@
-"""What a tool's source may hold: the file types holodeck reads (the contract's five by
-default, the rest opt-in per tool) and gitignore-style exclude patterns, compiled here so
+"""What a tool's source may hold: the file types holodeck reads (the tool contract's five
+by default, the rest opt-in per tool) and gitignore-style exclude patterns, compiled here so
 loading a configuration refuses a bad one and discovery uses the same rule."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pathspec
 
-#: The contract's five file types, ingested when a tool sets no ``file_types``.
+#: The tool contract's five file types (docs/contract.md), ingested when a tool sets no
+#: ``file_types``.
 DEFAULT_FILE_TYPES = (".txt", ".md", ".pdf", ".csv", ".json")
 #: Every file type holodeck can convert; those beyond the default are opt-in per tool.
 ALL_FILE_TYPES = (*DEFAULT_FILE_TYPES, ".docx", ".pptx", ".xlsx", ".html", ".htm")

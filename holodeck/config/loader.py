@@ -188,7 +188,8 @@ def _resolve_tool(
     project_db: tuple[DatabaseConfig, str] | None,
     user_db: tuple[DatabaseConfig, str] | None,
 ) -> ResolvedTool:
-    """Apply the contract's precedence: tool database -> project -> user -> embedded default."""
+    """Apply the tool contract's precedence (docs/contract.md): tool database -> project ->
+    user -> embedded default."""
     if tool.database is not None:
         database, origin = tool.database, "tool"
     elif project_db is not None:
@@ -209,7 +210,7 @@ def _resolve_tool(
 
 
 def default_embedding_model(agent: AgentConfig) -> str:
-    """The provider's default embedding model (contract): OpenAI's for OpenAI, else local.
+    """The provider's default embedding model: OpenAI's for OpenAI, else local.
 
     An ``embedding_provider`` (the original's, for an LLM without embeddings) names its own.
     """
@@ -221,7 +222,7 @@ def default_embedding_model(agent: AgentConfig) -> str:
 
 
 def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: str) -> None:
-    """Contract rule 4: an embedding model must be one the configured provider offers."""
+    """Refuse an embedding model that the configured provider does not offer."""
     embeds = agent.embedding_model_config
     provider = embeds.provider if embeds else None
     for i, tool in enumerate(agent.tools):
@@ -338,7 +339,7 @@ def _remember_secrets(data: Any) -> None:
 
 
 def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label: str) -> None:
-    """Contract (security): API keys come from the environment, never from config files.
+    """API keys come from the environment, never from config files (docs/contract.md).
 
     So the value must be exactly one ``${VAR}``: a literal, a literal around a variable
     (``sk-...${NOPE:-}``) or a default (``${KEY:-sk-...}``) would all keep a key in the file.

@@ -1,7 +1,7 @@
 """The shape of agent.yaml and config.yaml, validated by pydantic (unknown keys refused).
 
-Field names and defaults follow the VectorStore Tool contract (seed 000) exactly; what the
-contract leaves open (chunking, test cases, the LLM) is added with plain names.
+Field names and defaults follow the VectorStore Tool Interface Contract (docs/contract.md)
+exactly; what it leaves open (chunking, test cases, the LLM) is added with plain names.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignor
 from holodeck.config.llm import ModelConfig
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig, ToolName
 
-#: Embedding models the OpenAI API offers (contract rule 4).
+#: Embedding models the OpenAI API offers: on that provider a tool names one of these or a
+#: local model.
 OPENAI_EMBEDDING_MODELS = (
     "text-embedding-3-small",
     "text-embedding-3-large",
@@ -35,7 +36,7 @@ _INDEX_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class DatabaseConfig(StrictModel):
-    """Where a knowledge base is stored (the contract's ``DatabaseConfig``)."""
+    """Where a knowledge base is stored (the tool contract's ``DatabaseConfig``)."""
 
     provider: Literal["redis"] = Field(description="Only Redis is supported.")
     connection_string: str = Field(

@@ -48,14 +48,14 @@ TOKENIZER_FILE = "tokenizer.json"
 DEFAULT_MAX_TOKENS = 512
 #: Most inputs per model call; inputs are sorted by length first so batches need little padding.
 BATCH_SIZE = 64
-#: Padded tokens per model call. Measured on 2 cores: 4 x 256 tokens a call is both faster
-#: and far leaner than 32 x 256 (peak memory 340 MB instead of 1.2 GB), because the
-#: attention activations grow with batch x length^2.
+#: Padded tokens per model call (4 x 256): small calls are both faster and far leaner than
+#: large ones, because the attention activations grow with batch x length^2 (see
+#: benchmarks/README.md, 'Local embedding').
 TOKENS_PER_BATCH = 1024
 #: A call of several batches runs them on single-threaded sessions at once, one per core
-#: (up to this many), in batches of at most TOKENS_PER_STREAM_BATCH padded tokens: on 2
-#: cores 15-22 % more chunks a second than one session on both cores, whose threads wait on
-#: each other inside every operation, for 150 MB more peak memory (benchmarks/README.md).
+#: (up to this many), in batches of at most TOKENS_PER_STREAM_BATCH padded tokens: more
+#: chunks a second than one session on every core, whose threads wait on each other inside
+#: every operation, for more peak memory (see benchmarks/README.md, 'Local embedding').
 #: A lone batch (a query) runs on the session that uses every core: it returns soonest,
 #: and never queues behind an ingest's batches (``holodeck serve`` searches while it ingests).
 MAX_STREAMS = 4
@@ -170,7 +170,7 @@ class LocalOnnxEmbedder:
         self._pad_id = 0
         #: Set by a process that embeds one query and ends (a shell search): its session
         #: skips onnxruntime's graph optimisation, which takes longer than it saves on one
-        #: query (benchmarks/README.md). Read when the session opens.
+        #: query. Read when the session opens.
         self.quick_start = False
 
     @classmethod
@@ -420,7 +420,7 @@ class LocalOnnxEmbedder:
     ) -> onnxruntime.InferenceSession:
         """A session on ``data`` using ``threads`` threads (0: one per core), its graph
         optimised by onnxruntime unless ``optimize`` is off."""
-        import onnxruntime  # ~0.2 s to import: only when a model is really needed
+        import onnxruntime  # slow to import: only when a model is really needed
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
@@ -429,7 +429,7 @@ class LocalOnnxEmbedder:
         options.log_severity_level = 3  # errors only: warnings about optimisations are noise
         # Its threads wait for work asleep, not spinning: spinning kept both cores busy for a
         # while after each query's embedding, slowing the search that follows it, and gained
-        # nothing measurable on an ingest's batches (benchmarks/README.md).
+        # nothing measurable on an ingest's batches.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = onnxruntime.InferenceSession(

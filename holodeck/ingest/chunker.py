@@ -7,25 +7,25 @@ result or LLM context is ever longer than that bound. Cuts go at the best natura
 in the second half of the token budget: paragraph break, then sentence end, then line
 break, then any space, never inside a word unless one "word" alone exceeds the budget.
 Among equally good boundaries the choice is a draw seeded by the text around each boundary
-(a hash) and weighted toward the end of the budget: chunks fill up (208 of 256 tokens on
-average on real documentation, against 194 with an unweighted draw: 8 % fewer chunks to
-embed), while the draw still depends mostly on the text, not on where the chunk started,
-so after an edit the boundaries fall back in step with the old ones within a chunk or two
-and unchanged chunks keep their text, and with it their stored vectors.
+(a hash) and weighted toward the end of the budget: chunks fill up (fewer chunks to embed
+than with an unweighted draw), while the draw still depends mostly on the text, not on where
+the chunk started, so after an edit the boundaries fall back in step with the old ones
+within a chunk or two and unchanged chunks keep their text, and with it their stored
+vectors.
 
 The overlap is whole sentences where the text has them: the next chunk starts at the
 earliest best boundary (paragraph, sentence, line, word) within ``chunk_overlap`` tokens of
 the cut. A chunk then reads from a sentence's start, and repeats only what whole sentences
 need. A cut between paragraphs splits no passage, so the chunk after it repeats nothing:
 it starts at the next paragraph, and ends where it would have with the overlap, so the
-cuts (and what an edit re-embeds) do not depend on it. Two cuts in three fall between
-paragraphs on real documentation; together these give the model 16 % fewer tokens than
-starting at the word exactly ``chunk_overlap`` tokens back.
+cuts (and what an edit re-embeds) do not depend on it. Most cuts fall between paragraphs on
+real documentation, so together these give the model fewer tokens than starting at the word
+exactly ``chunk_overlap`` tokens back (see benchmarks/README.md, 'Chunking').
 
 No chunk is a sliver: each cut lies past the previous chunk's end and leaves the chunk (and,
 near the end of the text, what follows it) at least ``MIN_CHUNK_TOKENS``; a line or a table
 row wider than the budget is cut inside itself instead of at the last gap before it (which
-once gave nine chunks of one heading, each a word shorter than the last).
+would give a run of chunks of one heading, each a word shorter than the last).
 
 The text is tokenized in windows of a few dozen chunks, not whole: a 50 MB file costs the
 same memory as a small one, and tokenizers that slow down on very long inputs never see one.
@@ -53,8 +53,9 @@ _PARAGRAPH, _SENTENCE, _LINE, _SPACE, _IN_WORD = 4, 3, 2, 1, 0
 _HASH_CONTEXT = 32  # characters either side of a gap that decide ties between equal gaps
 #: How strongly the draw between equal gaps favours late ones: a gap's weight is its
 #: distance from the chunk start to the power of this. 0 is an even draw (stablest, least
-#: full); measured on real documentation, 4 fills chunks 7 % more for 10 % more re-embedded
-#: chunks per edit, and higher powers cost stability faster than they add fill.
+#: full); a higher power fills chunks more and re-embeds more chunks per edit, and past
+#: this one it costs stability faster than it adds fill (see benchmarks/README.md,
+#: 'Chunking').
 _FILL_BIAS = 4
 
 #: The fewest tokens a chunk holds (a quarter of the budget when that is less) unless its
@@ -64,9 +65,8 @@ MIN_CHUNK_TOKENS = 32
 #: Characters of prose per token, to weigh text the tokenizer sees as few tokens.
 _PROSE_CHARS_PER_TOKEN = 4
 
-#: Characters allowed per token of the budget. Prose runs at 4-5 characters per token and
-#: code or tables rarely above 8, so only text the tokenizer cannot split (one endless
-#: "word") is cut by this bound.
+#: Characters allowed per token of the budget: well above what prose, code or tables run
+#: at, so only text the tokenizer cannot split (one endless "word") is cut by this bound.
 MAX_CHARS_PER_TOKEN = 10
 #: A tokenizer window holds this many chunks' worth of characters (at least).
 _WINDOW_CHUNKS = 16

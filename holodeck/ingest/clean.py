@@ -11,7 +11,7 @@
   page numbers), and running headers and footers (the same first or last line on most
   pages, page numbers aside), stay out (``pdf_pages``).
 
-Measured on the corpus in benchmarks/README.md ("Only the content goes in").
+What each rule takes out of a real corpus: benchmarks/README.md, 'Only the content goes in'.
 """
 
 from __future__ import annotations
@@ -95,9 +95,9 @@ def html_main_text(html: str) -> str | None:
     """The main text of a page as Markdown (headings, lists, tables, code), or None when
     the extractor finds none (a page of navigation only: the caller keeps the whole page).
 
-    trafilatura finds the main content; measured on the Python and Node.js manuals
-    (benchmarks/README.md) it keeps nearly all of a page's main element and drops the
-    sidebars, against markitdown's whole page and readability-lxml's misses.
+    trafilatura finds the main content: on the Python and Node.js manuals it keeps nearly
+    all of a page's main element and drops the sidebars, against markitdown's whole page
+    and readability-lxml's misses (see benchmarks/README.md, 'Only the content goes in').
     """
     import trafilatura
 

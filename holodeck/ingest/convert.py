@@ -1,13 +1,13 @@
 """Turn one source file into text plus where each part of it came from, or say why it cannot be.
 
-Text and markdown are decoded here (UTF-8 first, chardet's guess as the contract's
-fallback); PDF text is extracted page by page with pypdfium2 (markitdown's PDF path glued
-words together, 5.8 % of the tokens of the Debian manuals, turned prose into fake tables
-and took 46 times the CPU: benchmarks/README.md); CSV becomes a markdown table, one line
+Text and markdown are decoded here (UTF-8 first, chardet's guess as the fallback); PDF text
+is extracted page by page with pypdfium2 (markitdown's PDF path glued words together,
+turned prose into fake tables and took far more CPU: see benchmarks/README.md, 'PDF
+text'); CSV becomes a markdown table, one line
 per record, so chunks can name their rows; JSON is pretty-printed as a fenced block so
 keys and values stay searchable; .docx, .pptx, .xlsx and .html go through markitdown's
-converters. markitdown and pypdfium2 are imported lazily: importing
-them costs about a second, which a run with nothing new to convert must not pay.
+converters. markitdown and pypdfium2 are imported lazily: importing them is slow, and a
+run with nothing new to convert must not pay for it.
 
 Every file is read from one descriptor whose real path is checked, after opening, to lie
 inside the source folder: a file swapped for a symlink to ``/etc/passwd`` between discovery
@@ -216,7 +216,7 @@ def _html_text(html: str, suffix: str) -> Converted:
 
 
 def decode_text(data: bytes) -> str:
-    """Decode text bytes: a BOM wins, then strict UTF-8, then chardet's guess (the contract).
+    """Decode text bytes: a BOM wins, then strict UTF-8, then chardet's guess.
 
     Binary data is refused rather than ingested as mojibake: NUL bytes without a UTF-16
     BOM, no chardet guess, a failed decode, or a result full of control characters. chardet's

@@ -1,16 +1,17 @@
 """Find the files a vectorstore tool ingests, and say why every other file is left out.
 
 Discovery only lists: one ``scandir`` per folder and one ``stat`` per file, never a read, so a
-folder of thousands of files is listed in milliseconds and the ingest plan (new / changed /
-unchanged / deleted) can be made before any conversion is paid for.
+large folder is listed quickly and the ingest plan (new / changed / unchanged / deleted) can
+be made before any conversion is paid for.
 
 Rules users rely on:
 
 - ``source`` may be one file or a folder, walked recursively; results sorted by ``rel_path``.
-- Only the tool's file types are ingested (by default the contract's ``.txt .md .pdf .csv
-  .json``, any letter case; ``file_types`` adds ``.docx .pptx .xlsx .html .htm``); every
-  other file, empty files, unreadable files and other skipped entries are listed in
-  ``Discovery.skipped`` with their reason (the pipeline warns about them, once per run).
+- Only the tool's file types are ingested (by default the five of the tool contract,
+  docs/contract.md: ``.txt .md .pdf .csv .json``, any letter case; ``file_types`` adds
+  ``.docx .pptx .xlsx .html .htm``); every other file, empty files, unreadable files and
+  other skipped entries are listed in ``Discovery.skipped`` with their reason (the pipeline
+  warns about them, once per run).
 - Hidden files and folders (name starting with ``.``: ``.git``, ``.holodeck``) are left out
   silently: they are tooling, not documents.
 - Files and folders matched by the tool's ``exclude`` patterns or by a ``.holodeckignore``
@@ -78,7 +79,7 @@ class Discovery:
 
     The files are kept as plain values (path, rel_path, mtime, size) and become
     ``SourceFile`` objects only when asked for: a ``Path`` costs more to make than the
-    ``stat`` behind it, and a check of 10,000 unchanged files needs neither.
+    ``stat`` behind it, and a check of unchanged files needs neither.
     """
 
     found: list[tuple[str, str, float, int]] = field(default_factory=list)
@@ -104,7 +105,8 @@ def discover(
 
     ``exclude`` holds gitignore-style patterns relative to ``source``, added to those of its
     ``.holodeckignore``. Raises FileNotFoundError when ``source`` does not exist, as the
-    contract says (the user must fix the tool's ``source``), and ValidationError for a
+    tool contract says (docs/contract.md; the user must fix the tool's ``source``), and
+    ValidationError for a
     pattern of ``.holodeckignore`` that is not valid gitignore syntax.
     """
     source = Path(source)
@@ -238,7 +240,7 @@ class _Scan:
 
 def _suffix(name: str) -> str:
     """``os.path.splitext(name)[1].lower()`` for a file name, without its general path
-    handling (a third of discovery's own time in a check of 10,000 files)."""
+    handling, which took much of discovery's own time in a check of unchanged files."""
     dot = name.rfind(".")
     return name[dot:].lower() if dot > 0 and name[:dot].strip(".") else ""
 

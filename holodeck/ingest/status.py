@@ -1,7 +1,7 @@
 """Where an ingest stands, for a progress display that moves with the work.
 
 An ingest's time is the model's time, and the model's time follows tokens, not files: one
-261-page PDF can take longer than two hundred notes. So progress is counted in tokens
+long PDF can take longer than hundreds of notes. So progress is counted in tokens
 embedded, against an estimate of the tokens to embed: exact for the files already chunked,
 and for the files still ahead, their size times the tokens per byte seen so far in files of
 the same kind (a PDF's bytes hold far fewer tokens than a text file's).

@@ -3,16 +3,15 @@ chunks share count beside the query's own, so a candidate that says the topic in
 words, not the query's, gains on the keyword side. The words are counted in the best
 candidates the first fusion ranked (from their text, with the index's IDFs), not asked in a
 second search of the index: the cost stays the same at any size (a second search for them,
-common words among them, doubled hybrid's p95 at 1,000,000 chunks, and the candidates it
-added were worth 0.001 of NPL's nDCG@10).
+common words among them, is slow on a large index, and the candidates it adds are worth
+little).
 
 Only for a topic (``dielectric constant of liquids``, ``git stash untracked files``: what an
-agent's tool call often looks like), never for a question (``how do I ...?``): asked of every
-query, feedback cost all four FAQ question sets 0.001-0.006, where the one answer is among
-the first candidates already and the shared words pull in its neighbours. For topics alone:
-Vaswani/NPL hybrid nDCG@10 0.505 -> 0.514, the real folder 0.852 -> 0.855, Cranfield and
-the question sets unchanged within 0.001 (benchmarks/README.md). A model sure of its best
-chunk adds fewer words, or none.
+agent's tool call often looks like), never for a question (``how do I ...?``): there the one
+answer is among the first candidates already, and the shared words would pull in its
+neighbours instead. For topics alone it helps, and leaves the question sets as they were
+(see benchmarks/README.md, 'Search quality', "Issue 25, fifth pass"). A model sure of its
+best chunk adds fewer words, or none.
 """
 
 from __future__ import annotations
@@ -46,11 +45,11 @@ QUESTION_WORDS = frozenset(
         *("should", "would", "will", "shall", "may", "might", "must", "has", "have", "had"),
     }
 )
-#: An added word weighs this share of a query term (NPL hybrid nDCG@10: 2/3 0.512, 0.4
-#: 0.513, 1 0.502: weighed as the query's own words, the added ones take it elsewhere).
+#: An added word weighs this share of a query term (weighed as the query's own words, the
+#: added ones take the ranking elsewhere).
 WORD_WEIGHT = 2 / 3
 #: The best candidates of the first fusion the added words are counted in (the rest keep
-#: their keyword score: NPL hybrid nDCG@10 0.5136 at 50, 0.5112 at 100, 0.5113 at all).
+#: their keyword score: counting more candidates costs time and ranks no better).
 RESCORED = 50
 _WORD = re.compile(r"[^\W\d_]{2,}")
 

@@ -39,8 +39,9 @@ CONFIDENCE_SCALE = 2.0
 CONFIDENCE_RANK = 10
 #: A chunk the keyword side did not list, when its list was cut at the depth asked, scores
 #: somewhere between 0 and the list's lowest score on that side: it gets this share of the
-#: lowest (the lowest itself ranked the model's candidates above chunks that hold the
-#: query's words; 0 ranked them below: benchmarks/README.md).
+#: lowest (the lowest itself would rank the model's candidates as high as chunks that hold
+#: the query's words, 0 below every one of them; see benchmarks/README.md, 'Search
+#: quality', "Unlisted chunks").
 UNLISTED_SHARE = 0.5
 #: Pseudo-relevance feedback (hybrid): the query's vector moves toward the mean of the unit
 #: vectors of this many best fused chunks, ...

@@ -25,15 +25,13 @@ from holodeck.text.analysis import EXACT_MAX, query_identifiers
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 from holodeck.vectorstore.store import VectorStore
 
-#: Candidates each side hands to the fusion (more when top_k asks for more): 200, not 100,
-#: since the fusion's feedback re-ranks within them (hybrid nDCG@10 Vaswani/NPL 0.502 ->
-#: 0.505, Cranfield 0.582 both, no set lower by more than 0.001; at 100,000 chunks hybrid
-#: p50 +12 %, p95 +5 % on an idle machine: benchmarks/README.md).
+#: Candidates each side hands to the fusion (more when top_k asks for more). The fusion's
+#: feedback re-ranks within them: more candidates, better rankings, slower search (see
+#: benchmarks/README.md, 'Search quality', "And 200 candidates a side").
 DEPTH = 200
-#: Keyword feedback for a query that names a topic (``expansion``): Vaswani/NPL hybrid
-#: nDCG@10 0.505 -> 0.514, the real folder 0.852 -> 0.855, Cranfield (mostly questions) and
-#: the question sets unchanged within 0.001 (benchmarks/README.md). False: none (benchmarks
-#: compare).
+#: Keyword feedback for a query that names a topic (``expansion``): it helps topic queries
+#: and leaves questions as they were (see benchmarks/README.md, 'Search quality'). False:
+#: none (benchmarks compare).
 EXPAND = True
 #: The keyword side's bonus for query words found together (``term_pairs``). False: none
 #: (benchmarks compare).
@@ -41,8 +39,8 @@ PAIRS = True
 #: In hybrid mode a document's next passage ranks as if it scored this share of the best
 #: passage's score less per passage of that document ranked above it (so a file's fifth
 #: passage in a top 5 must beat the next file's best by four times it). Chosen on the real
-#: folder's tune half: top 5 from one file 12 -> 3 of 29 questions there, 17 -> 9 of 27 on
-#: its check half, nDCG@10 within 0.002 on both (benchmarks/README.md).
+#: folder's tune half: far fewer answers all from one file, at no cost in nDCG@10 (see
+#: benchmarks/README.md, 'Search quality', "Results that cover the question").
 SPREAD = 0.07  # 0: none (benchmarks compare)
 #: Runs the semantic side while the calling thread runs the keyword side. (The query is
 #: embedded before, in the calling thread: embedding it here gained nothing on two cores and
@@ -62,13 +60,13 @@ def retrieve(
 ) -> tuple[list[Passage], int]:
     """The ``k`` best passages and how many chunks were found before ``min_similarity``.
 
-    ``min_similarity`` keeps the contract's meaning in every mode: a chunk's cosine
-    similarity with the query, whatever ranked it.
+    ``min_similarity`` keeps the meaning the tool contract gives it (docs/contract.md) in
+    every mode: a chunk's cosine similarity with the query, whatever ranked it.
     """
     # Enough candidates for k passages in one round as a rule: a passage merges up to
     # MAX_CHUNKS of them, so a second round at k x MAX_CHUNKS runs only when the first fell
-    # short and a side was cut. (Asking k x MAX_CHUNKS at once made --top-k 1000 read 6,000
-    # records.)
+    # short and a side was cut. (Asking k x MAX_CHUNKS at once would read that many records
+    # a side for every large top_k, most of them never used.)
     wide = k * MAX_CHUNKS
     depth = max(min(wide, max(k, DEPTH)), DEPTH if mode == "hybrid" else 0)
     while True:

@@ -7,13 +7,12 @@ liquids. Here each two words next to each other in the query (stop words out) ad
 one of the best keyword hits holding both, ``PAIR_WEIGHT`` x the rarer word's IDF x BM25's
 saturation of how often the chunk holds the pair (the fewer of the two words' counts). It
 is what term-dependence models (Metzler and Croft's sequential dependence, BM25 with term
-proximity) add to BM25, at a chunk's scale: windows of 3 to 1,000 words measured within
-noise of each other (the chunk is the window), so no positions are needed. Neighbours only:
-every two of the query's words (at 0.2) gave NPL 0.527 against 0.533. Hybrid nDCG@10
-(benchmarks/README.md, "sixth pass"): Vaswani/NPL 0.514 -> 0.533, Cranfield 0.582 ->
-0.585, the real folder and three question sets within 0.001, perlfaq 0.840 -> 0.836 (its
-questions' neighbours are common words: ``tell whether a certain element``); hybrid still
-above the better single mode everywhere.
+proximity) add to BM25, at a chunk's scale: how near the two words stand inside a chunk
+does not matter at a chunk's size (the chunk is the window), so no positions are needed.
+Neighbours only: every two of the query's words rank worse. It helps most sets and costs
+perlfaq a little (its questions' neighbours are common words: ``tell whether a certain
+element``); hybrid stays above the better single mode everywhere (see
+benchmarks/README.md, 'Search quality', "Issue 25, sixth pass").
 """
 
 from __future__ import annotations
@@ -25,12 +24,11 @@ from collections.abc import Callable, Sequence
 from holodeck.text.analysis import BM25_K1, said_terms, stem_counter, word_stem
 from holodeck.vectorstore.records import ChunkHit
 
-#: A pair found together weighs this share of its rarer word's IDF (NPL / Cranfield hybrid
-#: nDCG@10: 0.4 0.527 / 0.586, 0.5 0.533 / 0.585, 0.6 0.533 / 0.585).
+#: A pair found together weighs this share of its rarer word's IDF (chosen on NPL and
+#: Cranfield).
 PAIR_WEIGHT = 0.5
-#: The best BM25 hits looked at (the rest keep their score): NPL / Cranfield hybrid nDCG@10
-#: 0.528 / 0.584 at 50, 0.533 / 0.585 at 100, 0.530 / 0.585 at 200, and each a regex over
-#: the hit's text (about 2 ms for 100 Cranfield abstracts).
+#: The best BM25 hits looked at (the rest keep their score): each is a regex over the hit's
+#: text, and more hits rank no better.
 PAIRED = 100
 _PART = re.compile(r"[^\W_]+")
 

@@ -1,8 +1,8 @@
 """Vectorstore tools as MCP tools, on the official SDK's low-level ``Server``.
 
-Each tool keeps the contract's name, description and input schema (one required string
-``query``), so an MCP client's LLM sees exactly what ``holodeck chat`` gives its LLM. A call
-returns the contract's formatted text, and as structured content the JSON that
+Each tool keeps its function definition's name, description and input schema (one required
+string ``query``), so an MCP client's LLM sees exactly what ``holodeck chat`` gives its LLM. A
+call returns the formatted text the LLM reads, and as structured content the JSON that
 ``holodeck search --json --tool NAME`` prints, for programs that want scores and ids.
 
 Every failure of a call (empty query, embedding error, lost Redis, an index still being built
@@ -74,7 +74,7 @@ def build_server(
 
 
 def mcp_tool(tool: VectorStoreTool) -> types.Tool:
-    """The MCP listing of a tool: the contract's function definition, marked read-only."""
+    """The MCP listing of a tool: its function definition for the LLM, marked read-only."""
     definition = tool.tool_definition()
     return types.Tool(
         name=definition["name"],
@@ -103,7 +103,8 @@ def call_search(tool: VectorStoreTool, query: object, failure: str | None) -> ty
 
 
 def _not_ready(tool: VectorStoreTool, failure: str | None) -> str:
-    """Why a tool with nothing indexed yet cannot answer (the contract's message first)."""
+    """Why a tool with nothing indexed yet cannot answer (the message of a search before
+    ``initialize`` first)."""
     prefix = "VectorStoreTool must be initialized before search"
     if failure:
         return f"{prefix}: ingesting {tool.name} failed: {failure}"
@@ -111,7 +112,8 @@ def _not_ready(tool: VectorStoreTool, failure: str | None) -> str:
 
 
 def _expected(exc: Exception) -> bool:
-    """Errors whose message is already the contract's or a user's line."""
+    """Errors whose message already reads as a line for the user: the tool contract's
+    (docs/contract.md) and holodeck's own."""
     return isinstance(exc, (ValueError, RuntimeError, HoloDeckError, FileNotFoundError))
 
 

@@ -33,7 +33,7 @@ from holodeck.evaluations.evaluator import metric_problem
 
 log = logging.getLogger("holodeck.config")
 
-#: Arguments a vectorstore tool takes (the contract's function definition).
+#: Arguments a vectorstore tool takes (its function definition: ``tool_definition``).
 TOOL_ARGUMENTS = ("query",)
 
 

@@ -8,7 +8,7 @@ every word part and every compound of the user's words, each quoted, ORed: no in
 change the query's meaning (``AND``, ``NEAR``, ``*``, ``|``, ``@field:{...}``, braces and
 quotes are all just text: each backend quotes or escapes every term). As good as plain
 stemmed words on prose, and identifiers asked inside a sentence are found far more often
-(benchmarks/README.md).
+(see benchmarks/README.md, 'Search quality').
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ MAX_TERM_CHARS = 200
 EXACT_MAX = 10
 #: A term the query says ``n`` times weighs ``(K3 + 1) n / (K3 + n)`` times a term said once
 #: (BM25's query-term frequency, saturating as Robertson's k3 does: 1.33 for twice, asked as
-#: 1.5 below, at most 2), not ``n`` times: on the labelled sets a linear count was the
-#: worst of the choices measured (benchmarks/README.md) ...
+#: 1.5 below, at most 2), not ``n`` times: a linear count ranks worst on the labelled sets
+#: (see benchmarks/README.md, 'Search quality', "Query-term frequency") ...
 QTF_K3 = 1.0
 #: ... in steps of a half. FTS5's ``bm25()`` and the Query Engine's BM25STD weigh every term
 #: of a query alike and add a term asked twice again, so a weight is asked as copies of
@@ -52,8 +52,8 @@ QTF_STEPS = 2
 #: Words a keyword query leaves out: they say nothing about what a question is about ("how",
 #: "did", "all", "don't") and match most chunks, so BM25 ranks chunks that repeat them over
 #: the one holding the query's rare word. Snowball's English list as the ``stopwords``
-#: package ships it (measured against stop-words' and stopwords-iso's far longer lists, which
-#: drop "c", "line", "value", "system", "test": benchmarks/README.md). The query side only:
+#: package ships it (stop-words' and stopwords-iso's far longer lists drop words a technical
+#: question is about: "c", "line", "value", "system", "test"). The query side only:
 #: the index keeps every word, and a query of nothing but these words still asks them.
 STOPWORDS = frozenset(get_stopwords("english"))
 #: Words never sent at all: the Query Engine's default stopwords (an index made with them
@@ -70,7 +70,7 @@ ENGINE_STOPWORDS = frozenset(
 #: A compound token: word characters joined by ``-``, ``_`` or ``.``, or a ``--flag``; an
 #: optional leading ``-``/``--`` belongs to it, trailing punctuation (``join.``) does not.
 #: Linear time: a match starts only where no word character or ``-`` precedes, and the
-#: possessive pieces never backtrack (a 100 KB "word" costs milliseconds, not minutes).
+#: possessive pieces never backtrack (a pasted blob of one long "word" is read once).
 _COMPOUND = re.compile(
     r"(?<![\w-])(?:--?)?_*[^\W_]++(?:[-_.]+[^\W_]++)+_*|(?<![\w-])--[^\W_]++(?:[-_.]+[^\W_]++)*"
 )
@@ -205,7 +205,7 @@ def stem_counter(stems: Collection[str]) -> Callable[[str], dict[str, int]]:
     """A counter of the words of a text whose Porter stem is one of ``stems``, by stem, the
     text split as the keyword index splits it (``_`` joins no words). Porter changes only a
     word's ending, so every word of a stem starts with the stem but its last letter: a regex
-    finds those words (in C), lower-cased first (a case-blind regex is twice as slow), and
+    finds those words (in C), lower-cased first (a case-blind regex is slower), and
     only they are stemmed."""
     wanted = {s for s in stems if s}
     if not wanted:

@@ -1,5 +1,6 @@
-"""``VectorStoreTool``: a knowledge base as the agent's tool (the contract's tool): its
-function definition for the LLM, and ``search`` returning the contract's formatted text.
+"""``VectorStoreTool``: a knowledge base as the agent's tool (the tool of the interface
+contract, docs/contract.md): its function definition for the LLM, and ``search`` returning
+the formatted text the LLM reads.
 Everything else a knowledge base does is ``holodeck.knowledge_base.KnowledgeBase``'s."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class VectorStoreTool(KnowledgeBase):
         return self.resolved.config.description or f"Semantic search over the {self.name} documents"
 
     def tool_definition(self) -> dict[str, Any]:
-        """The function definition given to the LLM (contract: one required ``query``)."""
+        """The function definition given to the LLM: one required ``query``."""
         return {
             "name": self.name,
             "description": self.description,
@@ -44,7 +45,7 @@ class VectorStoreTool(KnowledgeBase):
         await asyncio.to_thread(self.initialize_sync, force_ingest, progress, wait)
 
     async def search(self, query: str) -> str:
-        """Search and return the contract's formatted string."""
+        """Search and return the formatted text the LLM reads."""
         if not self.is_initialized:
             raise RuntimeError("VectorStoreTool must be initialized before search")
         query = clean_query(query)

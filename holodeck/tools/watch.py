@@ -79,7 +79,7 @@ def watch_tools(
     the folders are being watched. Ctrl-C in the main thread raises KeyboardInterrupt.
     """
     for tool in tools:
-        tool.check_source()  # a missing folder cannot be watched: the contract's error, now
+        tool.check_source()  # a missing folder cannot be watched: its FileNotFoundError, now
     roots, recursive = watch_roots(tools)
     files = _FileSources(tools)
     stoppable = _stoppable(progress, stop)

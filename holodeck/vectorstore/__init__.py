@@ -1,4 +1,5 @@
-"""The storage layer (seed 004): ``VectorStore`` (``store``) checks, a backend stores.
+"""The storage layer (docs/contract.md, "The store"): ``VectorStore`` (``store``) checks, a
+backend stores.
 
 Backends: ``local`` (``local``: a SQLite file, the embedded default), ``memory`` (``memory``:
 the same engine, volatile) and ``redis`` (the ``redis`` package); the SQLite engine both of

@@ -131,7 +131,7 @@ class IndexAdapter(Protocol):
 
     def doc_stats(self, tenant_id: str, library_id: str) -> dict[str, tuple[float, int]]:
         """Each document's stored (mtime, size), by document id: ``doc_states`` cut to what
-        a check for changed files compares (a shell search makes 10,000 of them)."""
+        a check for changed files compares (a shell search checks every file against it)."""
         ...
 
     def set_doc_state(self, tenant_id: str, library_id: str, state: DocState) -> None:

@@ -1,9 +1,10 @@
-"""Open the index a tool's resolved database names, with the contract's fallback.
+"""Open the index a tool's resolved database names, falling back to the embedded one.
 
 The one place that maps configuration to an adapter: ``None`` (no database anywhere) is the
 embedded ``local`` index under ``.holodeck/index/<tool>``; ``redis`` is the Redis Query
-Engine. When Redis cannot be reached at start, the contract asks for a warning and a
-fallback to the embedded store; the returned note says so, for summaries and ``config show``.
+Engine. When Redis cannot be reached at start, the tool contract (docs/contract.md) asks for
+a warning and a fallback to the embedded store; the returned note says so, for summaries and
+``config show``.
 """
 
 from __future__ import annotations

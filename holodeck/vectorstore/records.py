@@ -21,9 +21,10 @@ def chunk_id_for(tenant_id: str, library_id: str, doc_id: str, chunk_index: int)
 
 
 #: Whether a chunk's heading path is part of the text that is embedded and keyword indexed
-#: (the stored and shown text stays the chunk alone): see ``indexed_text``. On: measured on
-#: the real-folder set (benchmarks/README.md), right file first 51 -> 53 of 56 questions,
-#: right place in the top 5 49 -> 52; the labelled sets have no headings and do not move.
+#: (the stored and shown text stays the chunk alone): see ``indexed_text``. On: the
+#: real-folder set finds the right file first and the right place in the top 5 more often
+#: (see benchmarks/README.md, 'A real folder'); the labelled sets have no headings and do
+#: not move.
 #: Changing it changes what an index holds: the pipeline's ``CHUNKING_VERSION`` and a
 #: migration of the local index's full-text rows (``sqlite.schema``) go with it.
 SECTION_IN_TEXT = True

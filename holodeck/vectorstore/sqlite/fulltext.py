@@ -12,8 +12,7 @@ Turtle and Flood, 1995): a term adds less than ``(k1 + 1) x`` its IDF to any row
 once the rarest terms' best rows give a ``k``-th score above what the commoner terms could
 add up to together, a row holding only common terms cannot reach the top ``k``; only the
 rows holding a rarer term are scored, each with every term of the query. Exact: the same
-rows with the same scores (to the last bit) as scoring every match; measured in
-benchmarks/README.md.
+rows with the same scores (to the last bit) as scoring every match.
 """
 
 from __future__ import annotations
@@ -62,9 +61,7 @@ _MARGIN = 1e-9
 #: floor for the ``k``-th best score; more rows, a higher floor, at their cost).
 _FIRST_PASS_ROWS = 4
 #: Pruning pays only on a large index: below this many rows its first pass costs more than
-#: it saves (side by side, 200 questions: at 10,000 rows p95 22.2 vs 17.2 ms at k 200, 57.9
-#: vs 49.0 ms at k 1,000; at 100,000 rows even, 113 vs 109 ms; at 300,000 rows it gained
-#: 1.26x at p95: benchmarks/README.md).
+#: it saves (see benchmarks/README.md, 'Speed and scale', "The keyword side stops early").
 PRUNE_MIN_ROWS = 50_000
 #: Terms whose counts are kept per state of the index (a search and its scale ask the same).
 _COUNTS_KEPT = 4096

@@ -144,9 +144,9 @@ class SqliteIndexAdapter:
     @contextmanager
     def batch(self) -> Iterator[None]:
         """Writes of the block in one transaction: one commit for a window of small files
-        instead of one per file (benchmarks/README.md). Every document in it is whole or
-        not there: a failure rolls the batch back, and the next ingest redoes its files.
-        Nothing is locked until the first write."""
+        instead of one per file (see benchmarks/README.md, 'The local index'). Every
+        document in it is whole or not there: a failure rolls the batch back, and the next
+        ingest redoes its files. Nothing is locked until the first write."""
         with self.reading() as db:
             if getattr(self._batching, "active", False):
                 yield

@@ -1,15 +1,15 @@
 """The keyword side of a large SQLite index: each term's rows, read from a file beside it.
 
-FTS5 computes ``bm25()`` for every row a query matches, about 2 µs a row, and a question's
-common words match a good part of a large index (a quarter of 1,000,000 chunks: half a
-second). An index of ``POSTINGS_MIN_ROWS`` chunks or more also gets a postings file
+FTS5 computes ``bm25()`` for every row a query matches, and a question's common words match
+a good part of a large index, so its scoring grows with the index. An index of
+``POSTINGS_MIN_ROWS`` chunks or more also gets a postings file
 (``keywords-<id>.postings``): for every term FTS5 holds, the rows holding it and how often
 (the ``idents`` column counted twice, as the search weighs it), and each row's length in
 tokens. It is read out of FTS5 itself (``fts5vocab``), so its terms are FTS5's to the byte.
 A search adds each term's BM25 share over its rows with numpy: FTS5's formula with FTS5's
 statistics (its row count and average row length, each term's current count of rows), the
-terms in the same order, so the scores are ``bm25()``'s (the same rows, the same order;
-measured in benchmarks/README.md) at a fraction of the cost.
+terms in the same order, so the scores are ``bm25()``'s (the same rows, the same order) at
+a fraction of the cost (see benchmarks/README.md, 'Speed and scale').
 
 The file is a cache kept in step with the chunks as the vector files are (``vectors``):
 written at an ingest's last step under a new name, recorded in ``keyword_files`` with the
@@ -361,10 +361,9 @@ def scores(
     arithmetic (``idf x (f x (k1 + 1)) / (f + norm)``, each step the same IEEE operation),
     so a row scores what FTS5 gives it. In place, each term's rows turned into indexes and
     floats once (a count as a float is exactly the count, times ``k1 + 1`` the same product
-    either way): a few passes of numpy a term, not a dozen (1.3-1.8x faster than looking the
-    counts up in tables, benchmarks/README.md). (Stopping early as MaxScore does was
-    measured: at 1,000,000 chunks its looks at the k-th best score cost more than the rows
-    it spared.)"""
+    either way): a few passes of numpy a term, not a dozen. It does not stop early as
+    MaxScore does: on a large index its looks at the k-th best score cost more than the rows
+    they spare."""
     norms = view.norms(avgdl)
     total = np.zeros(norms.size, dtype=np.float64)
     for docs, freqs, weight in shares:
@@ -477,7 +476,7 @@ def _read_block(
     if hi < len(terms):
         sql, args = sql + " AND term < ?", (terms[lo], terms[hi])
     text = db.execute(sql, args).fetchone()[0] or ""
-    # one string of numbers parsed in C: a Python object per occurrence would cost 10x
+    # one string of numbers parsed in C: a Python object per occurrence would cost far more
     found = np.array(text.split(","), dtype=np.int64) if text else np.zeros(0, np.int64)
     if found.size != int(counts[lo:hi].sum()):
         raise ValueError("FTS5's occurrences changed while they were read")

@@ -146,10 +146,10 @@ def m001_create_tables(db: sqlite3.Connection) -> None:
 
 @migration
 def m002_fts_words_and_idents(db: sqlite3.Connection) -> None:
-    # The keyword side as measured best (benchmarks/README.md): Porter-stemmed words, and the
-    # compound tokens (max_retries, os.path.join) whole in a column of their own. The FTS
-    # table holds no text (contentless): the adapter writes and deletes its rows with the
-    # chunks, in the same transaction.
+    # The keyword side that ranked best (see benchmarks/README.md, 'Search quality'):
+    # Porter-stemmed words, and the compound tokens (max_retries, os.path.join) whole in a
+    # column of their own. The FTS table holds no text (contentless): the adapter writes and
+    # deletes its rows with the chunks, in the same transaction.
     db.execute("DROP TRIGGER chunks_fts_insert")
     db.execute("DROP TRIGGER chunks_fts_delete")
     db.execute("DROP TABLE chunks_fts")

@@ -10,7 +10,8 @@ codes (``codes``, memory-mapped); a search scans the lists nearest the query by 
 to rank them) and re-scores the best few exactly with their float32 vectors from SQLite. A
 filter leaving few rows ranks those rows by their 8-bit codes directly. An inverted file, not
 a graph: its recall is set when searching (how many lists are read and candidates ranked),
-and it builds in a fraction of an HNSW graph's time (benchmarks/README.md).
+and it builds in a fraction of an HNSW graph's time (see benchmarks/README.md, 'Speed and
+scale').
 
 The file is a cache kept in step with the chunk table, never ahead of it: an ingest commits
 its chunks first; its last step (``upkeep``, under the index's lock) writes a new file under a
@@ -77,19 +78,18 @@ PATCH_SHARE = 0.01
 REBUILD_REMOVED_SHARE = 0.2
 #: Vectors per list: a library of n gets the power of two nearest n / ROWS_PER_LIST lists,
 #: drawn by k-means (in two levels for many lists: ``lists``) from a sample of
-#: TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS rounds; a smaller sample drew worse lists
-#: (benchmarks/README.md).
+#: TRAIN_PER_LIST vectors a list in KMEANS_ROUNDS rounds: a larger sample draws better lists
+#: and builds slower (see benchmarks/README.md, 'Speed and scale').
 ROWS_PER_LIST = 128
 TRAIN_PER_LIST = 50
 KMEANS_ROUNDS = 10
 #: Each vector is kept in the file as a 4-bit code per DIMS_PER_PART dimensions relative to
 #: its list's centre: faiss's fast-scan codes, scanned in SIMD blocks, faster than int8
-#: vectors at the same recall since the best candidates are ranked again anyway
-#: (benchmarks/README.md).
+#: vectors at the same recall since the best candidates are ranked again anyway.
 CODE_BITS = 4
 DIMS_PER_PART = 4
-#: A search reads sqrt(PROBE_FACTOR x lists) lists (recall by lists read:
-#: benchmarks/README.md).
+#: A search reads sqrt(PROBE_FACTOR x lists) lists: more lists, better recall, slower search
+#: (see benchmarks/README.md, 'Speed and scale').
 PROBE_FACTOR = 16
 #: A file whose library has grown or shrunk so far that the right number of lists is this
 #: many times the file's (or a fraction as small) is rebuilt instead of patched.
@@ -679,9 +679,9 @@ def _save_whole(index: Any, folder: Path, name: str) -> None:
 
 
 def _open_view(path: Path) -> Any:
-    """The inverted file at ``path`` (faiss refuses a file cut anywhere: checked at 0.1-99.99 %
-    of its length and one byte short). Lists of int8 vectors (an earlier file) are
-    memory-mapped; fast-scan lists faiss reads whole, 48 bytes a 384-dim vector."""
+    """The inverted file at ``path`` (faiss refuses a file cut short anywhere). Lists of
+    int8 vectors (an earlier file) are memory-mapped; fast-scan lists faiss reads whole, 48
+    bytes a 384-dim vector."""
     import faiss
 
     if not path.is_file():
