@@ -4,6 +4,7 @@ reference, which is what ``--help`` prints today, and the pages build without a 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -58,3 +59,18 @@ def test_the_docs_build_without_a_warning(tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "site" / "cli" / "index.html").is_file()
+
+
+def test_every_benchmark_section_is_on_a_docs_page() -> None:
+    """Each ``##`` section of benchmarks/README.md lies inside a snippet section that a page
+    under docs/benchmarks/ includes, so a new benchmark cannot go missing from the docs."""
+    readme = (REPO / "benchmarks" / "README.md").read_text(encoding="utf-8").splitlines()
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "docs").rglob("*.md"))
+    included = set(re.findall(r'--8<-- "benchmarks/README\.md:(\w+)"', pages))
+    section, outside = None, []
+    for line in readme:
+        if marker := re.fullmatch(r"<!-- --8<-- \[(start|end):(\w+)\] -->", line):
+            section = marker[2] if marker[1] == "start" else None
+        elif line.startswith("## ") and section not in included:
+            outside.append(line)
+    assert outside == [], f"benchmark sections on no docs page: {outside}"
