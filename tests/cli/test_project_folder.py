@@ -8,6 +8,7 @@ load back as written, a folder named ``${TOKEN}docs`` included.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def listing(root: Path) -> list[str]:
     ],
 )
 def test_init_writes_nothing_when_something_is_in_the_way(
-    tmp_path: Path, blocker: str, make, says: str  # type: ignore[no-untyped-def]
+    tmp_path: Path, blocker: str, make: Callable[[Path], object], says: str
 ) -> None:
     project = tmp_path / "proj"
     write(project / "docs" / "guide.md", "# Guide\n\nJobs are retried three times by default.\n")

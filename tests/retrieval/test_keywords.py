@@ -108,8 +108,7 @@ def test_threads_stemming_at_once_each_get_their_own_words() -> None:
     Snowball stemmer mixed their words (IndexError, the pass failed). Each thread stems as
     one thread alone would, however the threads interleave."""
     texts = [
-        " ".join(f"{word}{i}ing reconfigurations" for word in ("survey", "crater", "dust"))
-        * 400
+        " ".join(f"{word}{i}ing reconfigurations" for word in ("survey", "crater", "dust")) * 400
         for i in range(8)
     ]
     alone = [stems_text(t) for t in texts]
