@@ -1,6 +1,6 @@
-"""How the Redis adapter asks the Query Engine and reads its replies: the time budget every
+"""How the Redis backend asks the Query Engine and reads its replies: the time budget every
 query carries, match counts of pipelined searches, BM25STD's IDF, distances as cosines and
-FT.INFO's lists. Apart from the adapter (``redis``), which holds the index's life and data."""
+FT.INFO's lists. Nothing here talks to the server: ``adapter``, ``keywords`` and ``index`` do."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from holodeck.text.analysis import is_compound, query_terms, word_stems
 from holodeck.vectorstore.redis.fields import text_of
 
 #: The time every query of holodeck's asks the Query Engine for (its ``TIMEOUT``, in ms).
-#: The server's own default (500 ms) with its default policy (``ON_TIMEOUT return``) hands
-#: back what it scored so far as if it were all: a keyword side of the first few hits (a
-#: 200,000-chunk test: 3,099 of 33,196 matches at a 1 ms limit), counts and deletes short.
+#: The server's own short default with its default policy (``ON_TIMEOUT return``) hands
+#: back what it scored so far as if it were all: a keyword side of the first few hits,
+#: counts and deletes short.
 #: So a query asks for its own budget, and a reply that took it whole is refused, never
 #: ranked (the server's ``fail`` policy says so itself).
 QUERY_TIMEOUT_MS = 10_000
