@@ -109,9 +109,9 @@ def _ranked(
             holders = store.identifier_holders(tenant_id, identifier, EXACT_MAX + 1, filters)
             if len(holders) <= EXACT_MAX:  # a rare name, not a common compound
                 exact += holders
+        if mode == "hybrid" and PAIRS:  # while the semantic side still runs
+            keyword = paired(query, keyword, store.keyword_idfs)
     query_vector, semantic = dense.result()
-    if mode == "hybrid" and PAIRS:
-        keyword = paired(query, keyword, store.keyword_idfs)
     ranked = fuse(semantic, keyword, query_vector, mode, depth, exact, scale)
     if mode == "hybrid" and EXPAND and ranked and not is_question(query):
         best = [s.record for s in ranked[:SOURCE_CHUNKS]]
