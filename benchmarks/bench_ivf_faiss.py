@@ -1,6 +1,6 @@
 """faiss's IVF on the scale set: build time, recall@10 and latency.
 
-The settings bench of the vector file (``sqlite_vectors``: lists, k-means sample, lists
+The settings bench of the vector file (``sqlite_vector_upkeep``: lists, k-means sample, lists
 read, codes) without a database: vectors in memory, the index built as the product builds
 it (``--kind fastscan``, 4-bit codes) or with the int8 vectors it used before (``--kind
 sq8``), saved and searched memory-mapped, one query at a time on one thread, 40 candidates
@@ -21,7 +21,7 @@ import faiss  # type: ignore[import-not-found]
 import numpy as np
 from _vectors import exact_top, recall, scale_vectors
 
-from holodeck.vectorstore.sqlite.vectors import new_index
+from holodeck.vectorstore.sqlite.vector_upkeep import new_index
 
 CANDIDATES = 40
 #: Training vectors per list (k-means' sample).

@@ -1,7 +1,7 @@
 """Where the inverted file's recall is lost on real embeddings, and what each way of
 re-scoring costs: which lists are read, how many candidates are re-scored, and with what.
 
-One file as holodeck builds it (``sqlite_vectors.new_index``: 4-bit fast-scan codes, a list
+One file as holodeck builds it (``sqlite_vector_upkeep.new_index``: 4-bit fast-scan codes, a list
 per 128 rows, trained on 50 a list) over ``real_vectors.py``'s cache (real chunks of the
 Debian documentation corpus, holodeck's model), searched for the exact top 10 of the whole
 file and of a scope (a random share of the rows, faiss's id selector in the scan, as a book
@@ -35,6 +35,7 @@ import _ivf_bands
 import faiss
 import numpy as np
 
+from holodeck.vectorstore.sqlite import vector_upkeep as sqlite_vector_upkeep
 from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
 
 HERE = Path(__file__).resolve().parent
@@ -127,10 +128,10 @@ def main() -> None:
     questions = np.load(args.cache / "questions.npy").astype(np.float32)
     n, dims = vectors.shape
     rng = np.random.default_rng(0)
-    lists = sqlite_vectors.lists_for(n)
-    index = sqlite_vectors.new_index(dims, lists)
+    lists = sqlite_vector_upkeep.lists_for(n)
+    index = sqlite_vector_upkeep.new_index(dims, lists)
     started = time.perf_counter()
-    index.train(vectors[rng.choice(n, lists * sqlite_vectors.TRAIN_PER_LIST, replace=False)])
+    index.train(vectors[rng.choice(n, lists * sqlite_vector_upkeep.TRAIN_PER_LIST, replace=False)])
     index.add(vectors)
     print(f"{n:,} real vectors, {lists} lists, built in {time.perf_counter() - started:.1f} s")
     picks = rng.choice(n, args.queries, replace=False)

@@ -337,9 +337,9 @@ def main() -> None:
 
         records.SECTION_IN_TEXT = False
     if args.ann_min_rows is not None:
-        from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
+        from holodeck.vectorstore.sqlite import vector_upkeep as sqlite_vector_upkeep
 
-        sqlite_vectors.ANN_MIN_ROWS = args.ann_min_rows
+        sqlite_vector_upkeep.ANN_MIN_ROWS = args.ann_min_rows
     if args.postings_min_rows is not None:
         from holodeck.vectorstore.sqlite import postings as sqlite_postings
 

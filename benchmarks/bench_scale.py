@@ -46,7 +46,7 @@ from bench_retrieval import EVAL, load
 from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.sqlite import codes as sqlite_codes
 from holodeck.vectorstore.sqlite import postings as sqlite_postings
-from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
+from holodeck.vectorstore.sqlite import vector_upkeep as sqlite_vector_upkeep
 from holodeck.vectorstore.store import VectorStore
 
 HERE = Path(__file__).resolve().parent
@@ -125,10 +125,10 @@ def questions() -> list[str]:
 
 #: The build's phases timed apart: (name, object, attribute wrapped by a timer).
 PHASES = [
-    ("vector lists (k-means)", sqlite_vectors.VectorIndex, "_trained"),
-    ("vector assignment and 4-bit codes", sqlite_vectors.VectorIndex, "_add_rows"),
+    ("vector lists (k-means)", sqlite_vector_upkeep.VectorUpkeep, "_trained"),
+    ("vector assignment and 4-bit codes", sqlite_vector_upkeep.VectorUpkeep, "_add_rows"),
     ("8-bit codes", sqlite_codes.Scale, "encode"),
-    ("vector files written", sqlite_vectors, "save_whole"),
+    ("vector files written", sqlite_vector_upkeep, "save_whole"),
     ("keyword postings", sqlite_postings.KeywordFile, "upkeep"),
 ]
 

@@ -26,7 +26,7 @@ from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.sqlite import codes as sqlite_codes
-from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
+from holodeck.vectorstore.sqlite import vector_file as sqlite_vector_file
 from holodeck.vectorstore.store import VectorStore
 
 #: Files from 60 rows, a list per 16 of them (8 lists at 120 rows), every list read and every
@@ -35,16 +35,17 @@ from holodeck.vectorstore.store import VectorStore
 #: to 4-bit codes: 40 candidates of 120 would miss some of the exact ten.) Recall with fewer
 #: lists read and candidates re-scored is measured in benchmarks/.
 SMALL = {
-    "ANN_MIN_ROWS": 60, "PATCH_MIN_ROWS": 20, "ROWS_PER_LIST": 16, "PROBE_FACTOR": 64,
-    "CANDIDATES": 1000, "RESCORED": 1000,
+    "vector_upkeep": {"ANN_MIN_ROWS": 60, "PATCH_MIN_ROWS": 20, "ROWS_PER_LIST": 16},
+    "vectors": {"PROBE_FACTOR": 64, "CANDIDATES": 1000, "RESCORED": 1000},
 }  # fmt: skip
 QUERIES = [unit(1000 + i) for i in range(40)]
 
 
 @pytest.fixture(autouse=True)
 def small_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in SMALL.items():
-        monkeypatch.setattr(sqlite_vectors, name, value)
+    for module, settings in SMALL.items():
+        for name, value in settings.items():
+            monkeypatch.setattr(f"holodeck.vectorstore.sqlite.{module}.{name}", value)
 
 
 class Pair:
@@ -170,7 +171,7 @@ def test_an_earlier_versions_file_is_not_read_and_the_next_ingest_replaces_it(
 
     (name,) = pair.files()
     if kind == "usearch":  # as an upgrade finds an HNSW file
-        old = name.replace(sqlite_vectors.FILE_SUFFIX, ".usearch")
+        old = name.replace(sqlite_vector_file.FILE_SUFFIX, ".usearch")
         (pair.folder / name).rename(pair.folder / old)
         with sqlite3.connect(pair.folder / "index.db") as db:
             db.execute("UPDATE vector_files SET file = ?", (old,))
@@ -181,7 +182,7 @@ def test_an_earlier_versions_file_is_not_read_and_the_next_ingest_replaces_it(
         assert_alike(answers(reader), answers(pair.exact))
     assert [m for m in caplog.messages if "an earlier version's kind of file" in m]
     pair.local.flush()
-    assert len(pair.files()) == 1 and pair.files()[0].endswith(sqlite_vectors.FILE_SUFFIX)
+    assert len(pair.files()) == 1 and pair.files()[0].endswith(sqlite_vector_file.FILE_SUFFIX)
     assert_alike(answers(VectorStore(LocalIndexAdapter(pair.folder))), answers(pair.exact))
 
 
@@ -238,23 +239,25 @@ def test_a_damaged_file_is_never_trusted_and_the_next_ingest_rebuilds_it(
 #: Where the upkeep is killed: writing the new file, after its rename but before the
 #: database names it, after the database names it but before the old file goes.
 KILL_AT = {
-    "while writing the file": "sqlite_vectors._save_whole",
+    "while writing the file": "vector_upkeep._save_whole",
     "before the database names it": "side_files.fsync_folder",
-    "before the old file goes": "VectorIndex._remove_strays",
+    "before the old file goes": "VectorUpkeep._remove_strays",
 }
 
 KILLED_UPKEEP = """
 import os, signal, sys
 sys.path[:0] = [{tests!r}, {shared!r}]  # test_local_index, and the rankings it imports
-from holodeck.vectorstore.sqlite import side_files, vectors as sqlite_vectors
-from holodeck.vectorstore.sqlite.vectors import VectorIndex
+import importlib
+from holodeck.vectorstore.sqlite import side_files, vector_upkeep
+from holodeck.vectorstore.sqlite.vector_upkeep import VectorUpkeep
 from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.store import VectorStore
 from test_local_index import write
-for name, value in {small!r}.items():
-    setattr(sqlite_vectors, name, value)
+for module, settings in {small!r}.items():
+    for name, value in settings.items():
+        setattr(importlib.import_module(f"holodeck.vectorstore.sqlite.{{module}}"), name, value)
 owner, attr = {target!r}.split(".")
-holder = {{"sqlite_vectors": sqlite_vectors, "side_files": side_files}}.get(owner, VectorIndex)
+holder = {{"vector_upkeep": vector_upkeep, "side_files": side_files}}.get(owner, VectorUpkeep)
 
 def killed(*args, **kwargs):
     if attr == "_save_whole":  # half a file on disk, as a kill mid-write leaves it

@@ -16,6 +16,7 @@ from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, DocState
 from holodeck.vectorstore.sqlite import lists as sqlite_lists
+from holodeck.vectorstore.sqlite import vector_upkeep as sqlite_vector_upkeep
 from holodeck.vectorstore.sqlite import vectors as sqlite_vectors
 from holodeck.vectorstore.store import VectorStore
 
@@ -35,9 +36,9 @@ def stores(
     the file's 32 lists drawn by one k-means (and every list read), or 128 drawn in two
     levels as a large library's are, of which a search reads a third."""
     patch = pytest.MonkeyPatch()
-    patch.setattr(sqlite_vectors, "ANN_MIN_ROWS", 2_000)
+    patch.setattr(sqlite_vector_upkeep, "ANN_MIN_ROWS", 2_000)
     if request.param == "two levels":
-        patch.setattr(sqlite_vectors, "ROWS_PER_LIST", 32)
+        patch.setattr(sqlite_vector_upkeep, "ROWS_PER_LIST", 32)
         patch.setattr(sqlite_vectors, "MIN_PROBES", 1)
         patch.setattr(sqlite_lists, "TWO_LEVEL_MIN_LISTS", 64)
     folder = Path(tmp_path_factory.mktemp("recall"))

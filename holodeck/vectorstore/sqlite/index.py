@@ -5,10 +5,12 @@ A document's old chunks, vectors, full-text rows and state change in one transac
 next run repairs the rest, and a write costs that document's rows, never a rewrite.
 
 This module holds the connections, the transactions and the writes; the two search sides
-live beside it (``vectors``: nearest vectors; ``fulltext``: BM25, from
-``postings``' file on a large index), on the
-query building they share (``query``), and the schema in ``schema``. Every read
-filters by the tenant's library ids.
+live beside it (``vectors``: nearest vectors, from the files ``vector_upkeep`` writes;
+``fulltext``: BM25, from ``postings``' file on a large index), on the query building they
+share (``query``), and the schema in ``schema``. Every read filters by the tenant's library
+ids. It stays one module past 500 lines because it is one class, ``SqliteIndexAdapter``,
+implementing the whole ``IndexAdapter`` interface, each method a few statements over the
+connections and transactions it shares with the others.
 """
 
 from __future__ import annotations
