@@ -230,8 +230,8 @@ def ingest_argv(*args: str, window: int) -> list[str]:
     corpus has them, and the model embeds a quarter as much. Everything else is the real
     command in a real process."""
     code = (
-        "import holodeck.ingest.pipeline as p; "
-        f"p.EMBED_WINDOW = {int(window)}; "
+        "import holodeck.ingest.embed_windows as w; "
+        f"w.EMBED_WINDOW = {int(window)}; "
         "from holodeck.cli.main import main; main()"
     )
     return [sys.executable, "-c", code, "ingest", *args]
