@@ -22,8 +22,8 @@ from rich.text import Text
 from holodeck.cli.interrupts import run_interruptible
 from holodeck.cli.options import FiniteRange, agent_argument, agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
+from holodeck.config.cases import TestCase
 from holodeck.config.loader import load_project
-from holodeck.config.models import TestCase
 from holodeck.console import make_console
 from holodeck.errors import ConfigError
 from holodeck.testing.baseline import DEFAULT_MAX_DROP, compare, load_baseline

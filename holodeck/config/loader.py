@@ -22,14 +22,13 @@ import yaml
 from holodeck.bounded_yaml import YAMLLimitError, load_bounded
 from holodeck.config.compat import adapt_agent, adapt_global, original_keys
 from holodeck.config.envsubst import MissingVariable, environment_for, substitute
-from holodeck.config.models import (
+from holodeck.config.models import AgentConfig, GlobalConfig
+from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
+from holodeck.config.vectorstore_tool import (
     OPENAI_EMBEDDING_MODELS,
-    AgentConfig,
     DatabaseConfig,
-    GlobalConfig,
     VectorStoreToolConfig,
 )
-from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
 from holodeck.redact import redact_url, remember_connection_string, remember_secret

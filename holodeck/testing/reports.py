@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from holodeck import __version__
 from holodeck.agent.loop import ToolCallRecord
-from holodeck.config.models import ExpectedTool, Turn
+from holodeck.config.cases import ExpectedTool, Turn
 from holodeck.errors import ConfigError
 from holodeck.evaluations.evaluator import MetricResult
 from holodeck.testing.checks import Check
