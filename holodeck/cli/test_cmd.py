@@ -29,10 +29,9 @@ from holodeck.errors import ConfigError
 from holodeck.testing.baseline import DEFAULT_MAX_DROP, compare, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
 from holodeck.testing.outcomes import CaseResult, SuiteResult
+from holodeck.testing.report_markdown import baseline_line, judge_usage
 from holodeck.testing.reports import (
     FORMATS,
-    baseline_line,
-    judge_usage,
     report_format,
     suite_dict,
     write_junit,
