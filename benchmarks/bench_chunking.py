@@ -30,7 +30,8 @@ from typing import Any
 from _common import peak_rss_mb
 from _edits import edit_summary
 
-from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
+from holodeck.embeddings.hf_tokenizer import HFTokenCounter
+from holodeck.embeddings.local import BUILTIN_TOKENIZER
 from holodeck.ingest.chunker import chunk_text, max_chunk_chars
 from holodeck.ingest.discover import discover
 

@@ -101,7 +101,8 @@ def _count_cleaning() -> None:
 
 def measure(folders: list[Path], examples_per_kind: int) -> dict[str, Any]:
     """Every file of ``folders`` prepared by the code on ``sys.path``, counted per type."""
-    from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
+    from holodeck.embeddings.hf_tokenizer import HFTokenCounter
+    from holodeck.embeddings.local import BUILTIN_TOKENIZER
     from holodeck.ingest.discover import discover
     from holodeck.ingest.prefetch import prepare
 

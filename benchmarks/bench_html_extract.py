@@ -30,7 +30,8 @@ from pathlib import Path
 import lxml.html
 from _junk import kind
 
-from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
+from holodeck.embeddings.hf_tokenizer import HFTokenCounter
+from holodeck.embeddings.local import BUILTIN_TOKENIZER
 from holodeck.ingest.chunker import chunk_text
 
 _WORD = re.compile(r"[^\W_]+")

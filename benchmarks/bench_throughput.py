@@ -49,7 +49,8 @@ from typing import Any
 from _common import make_project
 
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
-from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
+from holodeck.embeddings.hf_tokenizer import HFTokenCounter
+from holodeck.embeddings.local import BUILTIN_TOKENIZER
 from holodeck.ingest.convert import ConversionError, convert
 from holodeck.ingest.discover import discover
 from holodeck.ingest.prefetch import prepare

@@ -48,8 +48,8 @@ from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
 
 if TYPE_CHECKING:
-    from holodeck.ingest.pipeline import IngestSummary
     from holodeck.ingest.status import Progress
+    from holodeck.ingest.summary import IngestSummary
 
 log = logging.getLogger("holodeck.tools")
 

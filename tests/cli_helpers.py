@@ -183,12 +183,12 @@ _SESSIONS: dict[tuple[str | None, int, bool], Any] = {}
 
 @contextlib.contextmanager
 def _model_sessions_shared() -> Iterator[None]:
-    from holodeck.embeddings.local import LocalOnnxEmbedder
+    from holodeck.embeddings.onnx_model import ModelFile
 
-    opener = LocalOnnxEmbedder._open_session
+    opener = ModelFile.open_session
 
-    def open_once(self: LocalOnnxEmbedder, data: bytes, threads: int, optimize: bool = True) -> Any:
-        key = (self._sha256, threads, optimize)
+    def open_once(self: ModelFile, data: bytes, threads: int, optimize: bool = True) -> Any:
+        key = (self.sha256, threads, optimize)
         if key[0] is None or key not in _SESSIONS:
             session = opener(self, data, threads, optimize)
             if key[0] is None:
@@ -196,7 +196,7 @@ def _model_sessions_shared() -> Iterator[None]:
             _SESSIONS[key] = session
         return _SESSIONS[key]
 
-    with mock.patch.object(LocalOnnxEmbedder, "_open_session", open_once):
+    with mock.patch.object(ModelFile, "open_session", open_once):
         yield
 
 
@@ -230,8 +230,8 @@ def ingest_argv(*args: str, window: int) -> list[str]:
     corpus has them, and the model embeds a quarter as much. Everything else is the real
     command in a real process."""
     code = (
-        "import holodeck.ingest.pipeline as p; "
-        f"p.EMBED_WINDOW = {int(window)}; "
+        "import holodeck.ingest.embed_windows as w; "
+        f"w.EMBED_WINDOW = {int(window)}; "
         "from holodeck.cli.main import main; main()"
     )
     return [sys.executable, "-c", code, "ingest", *args]

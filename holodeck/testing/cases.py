@@ -16,16 +16,12 @@ from typing import Any
 import yaml
 from pydantic import field_validator
 
+from holodeck.config.base import StrictModel, require_unique_names
+from holodeck.config.cases import TestCase, Turn, unique_case_names
 from holodeck.config.compat import adapt_case_file
+from holodeck.config.config_file import _label, _read_yaml, _substitute, _validate
 from holodeck.config.envsubst import environment_for
-from holodeck.config.loader import Project, _label, _read_yaml, _substitute, _validate
-from holodeck.config.models import (
-    StrictModel,
-    TestCase,
-    Turn,
-    require_unique_names,
-    unique_case_names,
-)
+from holodeck.config.loader import Project
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from holodeck.agent.loop import ToolCallRecord
-from holodeck.config.models import ExpectedTool
+from holodeck.config.cases import ExpectedTool
 from holodeck.embeddings.base import Embedder
 
 #: How many retrieved sources a failure reason lists.

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Literal
 
 from holodeck.agent.loop import ToolCallRecord
-from holodeck.config.models import TestCase
+from holodeck.config.cases import TestCase
 from holodeck.evaluations.evaluator import MetricResult
 from holodeck.evaluations.judge import Usage
 from holodeck.testing import metrics

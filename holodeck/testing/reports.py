@@ -2,25 +2,26 @@
 
 All three are built from ``suite_dict``, so they never disagree: every case's input and
 expectations, its tool calls with the retrieved sources (rank, score), its checks and its
-timings, plus the suite metrics.
+timings, plus the suite metrics. This module holds that data (the JSON report), the choice
+of format and the writing; the Markdown and JUnit renderings are ``report_markdown`` and
+``report_junit``.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import socket
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Literal
 
 from holodeck import __version__
 from holodeck.agent.loop import ToolCallRecord
-from holodeck.config.models import ExpectedTool, Turn
+from holodeck.config.cases import ExpectedTool, Turn
 from holodeck.errors import ConfigError
 from holodeck.evaluations.evaluator import MetricResult
 from holodeck.testing.checks import Check
 from holodeck.testing.outcomes import CaseResult, SuiteResult, TurnOutcome
+from holodeck.testing.report_junit import junit_xml
+from holodeck.testing.report_markdown import markdown
 
 ReportFormat = Literal["json", "markdown"]
 FORMATS: dict[str, ReportFormat] = {"json": "json", "markdown": "markdown", "md": "markdown"}
@@ -243,260 +244,6 @@ def write_junit(suite: SuiteResult, path: Path) -> None:
     _write(path, junit_xml(suite_dict(suite)))
 
 
-# -- Markdown ---------------------------------------------------------------------------
-
-_STATUS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
-_METRIC_STATUS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "skipped"}
-
-
-def judge_usage(judge: dict[str, Any]) -> str:
-    """``12 calls, 8,431 tokens, 3 from the cache``."""
-    return f"{judge['calls']} calls, {judge['tokens']:,} tokens, {judge['cached']} from the cache"
-
-
-def baseline_line(baseline: dict[str, Any]) -> str:
-    """``baseline old.json: 4 cases compared, 1 regression (max drop 0.05)``."""
-    n = len(baseline["regressions"])
-    return (
-        f"baseline {baseline['file']}: {baseline['compared']} cases compared, {n} "
-        f"regression{'' if n == 1 else 's'} (max drop {baseline['max_drop']:.2f})"
-    )
-
-
-def markdown(data: dict[str, Any]) -> str:
-    """A report a person reads in a pull request or a CI artifact."""
-    s = data["summary"]
-    lines = [
-        f"# holodeck test: {data['agent']}",
-        "",
-        f"- agent file: `{data['agent_file']}`; mode: {data['mode']}"
-        + (f" ({data['model']})" if data["model"] else ""),
-        f"- started {data['started_at']}, {data['seconds']:.2f} s",
-        f"- **{s['passed']} of {s['total']} passed** ({_pct(s['pass_rate'])}), "
-        f"{s['failed']} failed, {s['errors']} errors",
-    ]
-    if s["not_run"]:
-        lines.append(f"- **interrupted**: {s['not_run']} more cases did not run")
-    if s["cases_with_sources"]:
-        lines.append(
-            f"- retrieval over {s['cases_with_sources']} cases with expected_sources: "
-            f"hit rate@{s['top_k'] or 'top_k'} {_num(s['hit_rate'])}, MRR {_num(s['mrr'])}, "
-            f"recall {_num(s['recall'])}"
-        )
-    lines.append(f"- latency p50 {_secs(s['latency_p50'])}, p95 {_secs(s['latency_p95'])}")
-    if data["judge"]["models"]:
-        lines.append(f"- judge {', '.join(data['judge']['models'])}: {judge_usage(data['judge'])}")
-    if data["baseline"]:
-        lines.append(f"- {baseline_line(data['baseline'])}")
-    lines += [
-        "",
-        "| # | case | result | first hit | ground truth | latency | reason |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for i, c in enumerate(data["cases"], start=1):
-        ranks = [r for r in (c["source_ranks"] or {}).values() if r is not None]
-        first = str(min(ranks)) if ranks else ("-" if c["expected_sources"] else "")
-        gt = _num(c["ground_truth_score"]) if c["ground_truth_score"] is not None else ""
-        lines.append(
-            f"| {i} | {_cell(c['name'])} | {_STATUS[c['status']]} | {first} | {gt} | "
-            f"{c['latency_seconds']:.2f} s | {_cell(c['reason'] or '')} |"
-        )
-    for i, c in enumerate(data["cases"], start=1):
-        lines += ["", f"## {i}. {c['name']}: {_STATUS[c['status']]}", ""]
-        if c["turns"] is None:
-            lines += _message_markdown(c)
-        else:
-            if c["reason"]:
-                lines.append(f"- **{c['status']}:** {c['reason']}")
-            for turn in c["turns"]:
-                head = f"### Turn {turn['turn']}: {_STATUS.get(turn['status'], 'SKIPPED')}"
-                lines += ["", head, "", *_message_markdown(turn)]
-                lines += ["", f"Latency {turn['latency_seconds']:.2f} s."]
-        lines += ["", f"Latency {c['latency_seconds']:.2f} s; case {c['seconds']:.2f} s."]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _message_markdown(c: dict[str, Any]) -> list[str]:
-    """Input, expectations, checks, tool calls and answer of a case or of one turn."""
-    lines = [f"- input: {c['input']}"]
-    if c["ground_truth"]:
-        lines.append(f"- ground_truth: {c['ground_truth']}")
-    for key in ("expected_tools", "expected_sources", "expected_content"):
-        if c[key]:
-            lines.append(f"- {key}: {json.dumps(c[key])}")
-    if c["status"] in ("error", "skipped"):
-        lines.append(f"- **{c['status']}:** {c['reason']}")
-    if c["checks"]:
-        lines += ["", "Checks:", ""]
-        for check in c["checks"]:
-            mark = "pass" if check["passed"] else "**FAIL**"
-            lines.append(f"- {mark} {check['check']}: {check['detail']}")
-    if c["metrics"]:
-        lines += [
-            "",
-            "| metric | score | threshold | result | reason |",
-            "|---|---|---|---|---|",
-        ]
-        for m in c["metrics"]:
-            lines.append(
-                f"| {_cell(m['name'])} | {_num(m['score'])} | {_num(m['threshold'])} | "
-                f"{_METRIC_STATUS[m['status']]} | {_cell(m['reason'] or '')} |"
-            )
-    if c["tool_calls"]:
-        lines += ["", "Tool calls:", ""]
-        for n, call in enumerate(c["tool_calls"], start=1):
-            err = f" error: {call['error']}" if call["error"] else ""
-            lines.append(f"{n}. {_call_markdown(call)} ({call['seconds']:.2f} s){err}")
-            if call["results"]:
-                lines += [
-                    "",
-                    "   | rank | score | source | location | section |",
-                    "   |---|---|---|---|---|",
-                ]
-                for r in call["results"]:
-                    lines.append(
-                        f"   | {r['rank']} | {r['score']:.3f} | {_cell(r['source_path'])} "
-                        f"| {_cell(r['location'])} | {_cell(r.get('section', ''))} |"
-                    )
-                lines.append("")
-    if c["answer"] is not None:
-        quoted = "\n".join(f"> {line}" for line in (c["answer"] or "(empty)").splitlines())
-        lines += ["", "Answer:", "", quoted]
-    return lines
-
-
-def _call_markdown(call: dict[str, Any]) -> str:
-    """A search as its query, another call as its arguments and what it returned."""
-    if call["kind"] == "search":
-        return f"`{call['tool']}` query {json.dumps(call['query'])}"
-    returned = f" returned {json.dumps(call['output'])}" if call["output"] is not None else ""
-    return f"`{call['tool']}` arguments {json.dumps(call['arguments'])}{returned}"
-
-
-# -- JUnit ------------------------------------------------------------------------------
-
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def junit_xml(data: dict[str, Any]) -> str:
-    """JUnit XML as CI systems (GitHub, GitLab, Jenkins, Azure) display it."""
-    s = data["summary"]
-    attrs = {
-        "tests": str(s["total"]),
-        "failures": str(s["failed"]),
-        "errors": str(s["errors"]),
-        "skipped": "0",
-        "time": f"{data['seconds']:.3f}",
-    }
-    root = ET.Element("testsuites", {"name": "holodeck test", **attrs})
-    suite = ET.SubElement(
-        root,
-        "testsuite",
-        {
-            "name": _xml(data["agent"]),
-            **attrs,
-            "timestamp": data["started_at"],
-            "hostname": _xml(socket.gethostname()),
-        },
-    )
-    props = ET.SubElement(suite, "properties")
-    for key in ("mode", "model", "agent_file", "holodeck_version"):
-        if data[key] is not None:
-            ET.SubElement(props, "property", {"name": key, "value": _xml(str(data[key]))})
-    for key in ("pass_rate", "top_k", "hit_rate", "mrr", "recall", "latency_p50", "latency_p95"):
-        if s[key] is not None:
-            ET.SubElement(props, "property", {"name": key, "value": str(s[key])})
-    if data["judge"]["models"]:
-        for key in ("calls", "tokens", "cached"):
-            value = str(data["judge"][key])
-            ET.SubElement(props, "property", {"name": f"judge_{key}", "value": value})
-    for c in data["cases"]:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {
-                "name": _xml(c["name"]),
-                "classname": _xml(f"holodeck.{data['agent']}"),
-                "time": f"{c['seconds']:.3f}",
-            },
-        )
-        if c["metrics"]:
-            metric_props = ET.SubElement(case, "properties")
-            for m in c["metrics"]:
-                name = m["name"] + (f".turn{m['turn']}" if "turn" in m else "")
-                for key in ("score", "threshold", "status", "reason"):
-                    if m[key] is not None:
-                        ET.SubElement(
-                            metric_props,
-                            "property",
-                            {"name": f"metric.{_xml(name)}.{key}", "value": _xml(str(m[key]))},
-                        )
-        if c["status"] == "failed":
-            failed = [ch["check"] for ch in c["checks"] if not ch["passed"]]
-            failed += [f"metric:{m['name']}" for m in c["metrics"] if m["status"] == "failed"]
-            node = ET.SubElement(
-                case, "failure", {"message": _xml(c["reason"]), "type": _xml(",".join(failed))}
-            )
-            node.text = _xml(_case_text(c))
-        elif c["status"] == "error":
-            node = ET.SubElement(
-                case, "error", {"message": _xml(c["reason"]), "type": c["error_type"] or "Error"}
-            )
-            node.text = _xml(_case_text(c))
-        else:
-            out = ET.SubElement(case, "system-out")
-            out.text = _xml(_case_text(c))
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def _case_text(c: dict[str, Any]) -> str:
-    """The plain-text story of a case, for JUnit bodies: turn by turn for a conversation."""
-    if c["turns"] is None:
-        return _message_text(c)
-    parts = [f"[{c['status'].upper()}] {c['reason']}"] if c["reason"] else []
-    for turn in c["turns"]:
-        parts.append(f"--- turn {turn['turn']}: {turn['status'].upper()} ---")
-        parts.append(_message_text(turn))
-    return "\n".join(parts)
-
-
-def _message_text(c: dict[str, Any]) -> str:
-    """Input, checks, calls and answer of a case or of one turn, as plain lines."""
-    lines = [f"input: {c['input']}"]
-    if c["ground_truth"]:
-        lines.append(f"ground_truth: {c['ground_truth']}")
-    for check in c["checks"]:
-        lines.append(
-            f"[{'pass' if check['passed'] else 'FAIL'}] {check['check']}: {check['detail']}"
-        )
-    for m in c["metrics"]:
-        score = "-" if m["score"] is None else f"{m['score']:.2f}"
-        limit = "" if m["threshold"] is None else f" (threshold {m['threshold']:.2f})"
-        reason = f": {m['reason']}" if m["reason"] else ""
-        lines.append(f"[{_METRIC_STATUS[m['status']]}] metric {m['name']} {score}{limit}{reason}")
-    if c["status"] in ("error", "skipped"):
-        lines.append(f"[{c['status'].upper()}] {c['reason']}")
-    for call in c["tool_calls"]:
-        if call["kind"] == "search":
-            shown = f"call {call['tool']}(query={call['query']!r})"
-        else:
-            shown = f"call {call['tool']}({json.dumps(call['arguments'])})"
-            if call["output"] is not None:
-                shown += f" -> {call['output']}"
-        lines.append(f"{shown} {call['seconds']:.2f} s")
-        if call["error"]:
-            lines.append(f"  error: {call['error']}")
-        for r in call["results"]:
-            place = " · ".join(p for p in (r.get("section"), r["location"]) if p)
-            where = f" ({place})" if place else ""
-            lines.append(f"  [{r['rank']}] {r['score']:.3f} {r['source_path']}{where}")
-    if c["answer"] is not None:
-        lines.append(f"answer: {c['answer']}")
-    lines.append(f"latency: {c['latency_seconds']:.3f} s")
-    return "\n".join(lines)
-
-
 # -- helpers ----------------------------------------------------------------------------
 
 
@@ -508,10 +255,6 @@ def _write(path: Path, text: str) -> None:
         raise ConfigError(f"{path}: cannot write the report: {exc.strerror or exc}") from exc
 
 
-def _xml(text: str) -> str:
-    return _INVALID_XML.sub("\ufffd", text)
-
-
 def _preview(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
@@ -519,19 +262,3 @@ def _preview(text: str) -> str:
 
 def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
-
-
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def _secs(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f} s"

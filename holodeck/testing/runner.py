@@ -20,8 +20,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from holodeck.agent.loop import Agent, ToolCallRecord
+from holodeck.config.cases import TestCase, Turn
 from holodeck.config.loader import Project
-from holodeck.config.models import TestCase, Turn
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.factory import make_local_embedder
 from holodeck.errors import ConfigError

@@ -27,6 +27,7 @@ tools:
 #: Not needed to answer a query from the local index (the tool's config asks for none).
 NEVER = (
     "holodeck.ingest.pipeline",
+    "holodeck.ingest.embed_windows",
     "holodeck.ingest.prefetch",
     "holodeck.ingest.convert",
     "holodeck.cli.progress",

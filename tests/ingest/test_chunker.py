@@ -9,7 +9,8 @@ import random
 import pytest
 
 from holodeck.embeddings.base import TokenCounter
-from holodeck.embeddings.local import BUILTIN_TOKENIZER, HFTokenCounter
+from holodeck.embeddings.hf_tokenizer import HFTokenCounter
+from holodeck.embeddings.local import BUILTIN_TOKENIZER
 from holodeck.embeddings.tiktoken_offline import TiktokenCounter
 from holodeck.errors import ConfigError
 from holodeck.ingest.chunker import Chunk, chunk_text

@@ -18,7 +18,7 @@ import pytest
 from cli_helpers import ingest_argv, run_holodeck, write
 
 from holodeck.config.loader import load_project
-from holodeck.ingest import pipeline
+from holodeck.ingest import embed_windows
 from holodeck.ingest.status import IngestStatus, Progress
 from holodeck.tools.vectorstore_tool import build_tools
 from holodeck.vectorstore.local import LocalIndexAdapter
@@ -69,8 +69,8 @@ def test_progress_moves_and_slices_are_stored_within_one_large_file(
     # Windows a quarter of the product's and calls an eighth, so a quarter of the manual
     # has as many (what is tested is that they move and commit inside one file, not their
     # size).
-    monkeypatch.setattr(pipeline, "EMBED_WINDOW", WINDOW)
-    monkeypatch.setattr(pipeline, "EMBED_CALL_TOKENS", pipeline.EMBED_CALL_TOKENS // 8)
+    monkeypatch.setattr(embed_windows, "EMBED_WINDOW", WINDOW)
+    monkeypatch.setattr(embed_windows, "EMBED_CALL_TOKENS", embed_windows.EMBED_CALL_TOKENS // 8)
     project = tmp_path / "proj"
     write(project / "agent.yaml", AGENT)
     write(project / "docs" / "manual.md", manual(160))  # about 160 chunks: three windows

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_holodeck, write
 
-from holodeck.testing import metrics, reports
+from holodeck.testing import metrics, report_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "examples" / "docs"
@@ -149,7 +149,7 @@ def test_a_failing_case_exit_1_reason_everywhere(project: Path) -> None:
     assert report["cases"][3]["status"] == "failed"
     assert reason in report["cases"][3]["reason"]
     # The Markdown report is rendered from the same data as the JSON one.
-    markdown = reports.markdown(report)
+    markdown = report_markdown.markdown(report)
     assert "**3 of 4 passed** (75.0%), 1 failed, 0 errors" in markdown
     assert "## 4. wrong-tool: FAIL" in markdown
     assert reason in markdown

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import write
 
+from holodeck.config.cases import TestCase
 from holodeck.config.loader import load_project
-from holodeck.config.models import TestCase
 from holodeck.errors import ConfigError
 from holodeck.testing.cases import load_cases, select_cases
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from holodeck.agent.loop import ToolCallRecord
-from holodeck.config.models import ExpectedTool
+from holodeck.config.cases import ExpectedTool
 from holodeck.results import SearchResult, pieces
 from holodeck.testing.checks import (
     check_content,

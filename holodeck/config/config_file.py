@@ -1,0 +1,257 @@
+"""One config file read as its author wrote it: YAML kept with its node tree, ``${VAR}``s
+substituted, secrets told to the redaction, and the values validated against a model.
+
+Every mistake becomes one ``ConfigError`` line: ``file:line: field.path: what is wrong (how
+to fix)``. Line numbers come from the YAML node tree, so they point at the offending value.
+agent.yaml, the config.yaml files and a test cases file are all read this way.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import os
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import yaml
+
+from holodeck.bounded_yaml import YAMLLimitError, load_bounded
+from holodeck.config.compat import original_keys
+from holodeck.config.envsubst import MissingVariable, substitute
+from holodeck.config.yaml_lines import Loc, dotted, line_of
+from holodeck.errors import ConfigError
+from holodeck.redact import redact_url, remember_connection_string, remember_secret
+
+#: Environment variables of an MCP server whose values are never printed.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def home_dir() -> Path:
+    """The user's home, from ``$HOME`` so tests and CI can point it elsewhere."""
+    return Path(os.environ.get("HOME") or Path.home())
+
+
+def _label(path: Path) -> str:
+    """How a file is named in messages: relative to the cwd when below it, ~ for home."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        pass
+    try:
+        return "~/" + path.resolve().relative_to(home_dir().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _read_yaml(path: Path, label: str) -> tuple[Any, yaml.Node | None]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{label}: cannot read the file: {exc}") from exc
+    try:
+        return load_bounded(text)
+    except YAMLLimitError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
+        raise ConfigError(f"{label}:{line}: {exc.problem}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise ConfigError(
+            f"{label}:{line}: invalid YAML: {exc.problem or exc.context} (check the indentation "
+            "and quoting)"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{label}: invalid YAML: {exc}") from exc
+
+
+def _substitute(data: Any, env: dict[str, str], node: yaml.Node | None, label: str) -> Any:
+    try:
+        values = substitute(data, env)
+    except MissingVariable as exc:
+        line = line_of(node, exc.path)
+        raise ConfigError(
+            f"{label}:{line}: {dotted(exc.path)}: environment variable {exc.name} is not set "
+            f"(export it, add it to .env next to the agent file, or write "
+            f"${{{exc.name}:-default}})"
+        ) from None
+    _remember_secrets(values)
+    return values
+
+
+def _remember_secrets(data: Any) -> None:
+    """Tell the redaction every connection string and key, before any message can echo one.
+
+    Done on the substituted values and before validation, whose errors quote what they got.
+    """
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key in ("connection_string", "endpoint", "url") and isinstance(value, str):
+                    remember_connection_string(value)
+                elif key == "api_key" and isinstance(value, str):
+                    remember_secret(value)
+                elif key in ("headers", "env") and isinstance(value, dict):
+                    # An MCP server's: every header, and variables named like a secret.
+                    for name, text in value.items():
+                        if key == "headers" or _SECRET_NAME.search(str(name)):
+                            remember_secret(str(text))
+                else:
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _validate(
+    model: type[pydantic.BaseModel], data: Any, node: yaml.Node | None, label: str
+) -> Any:
+    """Validate ``data``; a text field given an unquoted YAML date, number or boolean
+    (``api_version: 2024-06-01``, ``1.10``) keeps the text as written in the file."""
+    while True:
+        try:
+            return model.model_validate(data)
+        except pydantic.ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            in_file = [_walk(model, tuple(e["loc"]))[0] for e in errors if _texty(e)]
+            if not any(_as_written(data, node, loc) for loc in in_file):
+                err = errors[0]
+                loc: Loc = tuple(err["loc"])
+                raise ConfigError(_describe_error(model, err, loc, node, label)) from None
+
+
+def _texty(err: Any) -> bool:
+    """A string was expected and YAML made something else of a plain scalar."""
+    return err["type"] == "string_type" and isinstance(
+        err.get("input"), int | float | bool | datetime.date
+    )
+
+
+def _as_written(data: Any, node: yaml.Node | None, loc: Loc) -> bool:
+    """Put the text of the plain scalar at ``loc`` in place of its value; False if none."""
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            return False
+    if not (isinstance(node, yaml.ScalarNode) and node.style is None):
+        return False
+    parent: Any = data
+    try:
+        for part in loc[:-1]:
+            parent = parent[part]
+        if isinstance(parent[loc[-1]], str):
+            return False
+        parent[loc[-1]] = node.value
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
+
+
+def _describe_error(
+    model: type[pydantic.BaseModel], err: Any, loc: Loc, node: yaml.Node | None, label: str
+) -> str:
+    """One line for the first validation error: file, line, field path, what would be valid.
+
+    ``loc`` is pydantic's, which names the ``type`` of a tool or metric between its index and
+    its keys (``tools.0.mcp.url``); the line and the path shown are the file's.
+    """
+    kind = err["type"]
+    in_file, _ = _walk(model, loc)
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        in_file = (*in_file, "type")
+    line = line_of(node, in_file)
+    where = dotted(in_file) or "(top level)"
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        valid = _fields_at(model, loc[:-1])
+        near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        theirs = difflib.get_close_matches(key, original_keys(in_file[:-1]), n=1, cutoff=0.8)
+        if not near and theirs:
+            hint = f"did you mean {theirs[0]!r} (a key of the original HoloDeck, ignored here)? "
+        return f"{label}:{line}: {where}: unknown key; {hint}valid keys: {', '.join(valid)}"
+    if kind == "missing":
+        return f"{label}:{line}: {where}: is required"
+    if kind == "union_tag_not_found":
+        return f"{label}:{line}: {where}: is required ({err['ctx']['discriminator']} ...)"
+    if kind == "union_tag_invalid":
+        ctx = err["ctx"]
+        return redact_url(
+            f"{label}:{line}: {where}: {ctx['tag']!r} is not a type holodeck runs; "
+            f"valid: {ctx['expected_tags']}"
+        )
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    got = err.get("input")
+    shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    if _texty(err):
+        shown = f" (got {got!r}; put the value in quotes to keep it as text)"
+    return redact_url(f"{label}:{line}: {where}: {msg}{shown}")
+
+
+def _fields_at(model: type[pydantic.BaseModel], loc: Loc) -> list[str]:
+    """The valid keys of the model found by following ``loc`` through nested models."""
+    _, current = _walk(model, loc)
+    if isinstance(current, type) and issubclass(current, pydantic.BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _walk(model: type[pydantic.BaseModel], loc: Loc) -> tuple[Loc, Any]:
+    """``loc`` without the tags pydantic adds after a discriminated union (``metrics[0]
+    .geval.name`` is ``metrics[0].name`` in the file, ``tools[0].mcp.url`` is
+    ``tools[0].url``), and the model it ends at."""
+    current: Any = model
+    kept: list[str | int] = []
+    for part in loc:
+        if isinstance(part, int):
+            kept.append(part)
+            continue
+        members = [m for m in _models_in(current) if part in _tags_of(m)]
+        if len(_models_in(current)) > 1 and members:
+            current = members[0]  # a union's tag: not a key of the file
+            continue
+        kept.append(part)
+        if not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
+            current = None
+            continue
+        info = current.model_fields.get(part)
+        current = None if info is None else _field_model(info.annotation)
+    return tuple(kept), current
+
+
+def _field_model(annotation: Any) -> Any:
+    """The model a field holds (``X | None``, ``list[X]``), or its union of models."""
+    models = _models_in(annotation)
+    if len(models) == 1:
+        return models[0]
+    return annotation if models else None
+
+
+def _models_in(annotation: Any) -> list[type[pydantic.BaseModel]]:
+    """Every pydantic model inside ``X | None``, ``list[X]``, ``Annotated[...]`` or a union."""
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return [annotation]
+    found: list[type[pydantic.BaseModel]] = []
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found += [m for m in _models_in(arg) if m not in found]
+    origin = getattr(annotation, "__origin__", None)
+    if origin is not None and not found and origin is not annotation:
+        found = _models_in(origin)
+    return found
+
+
+def _tags_of(model: type[pydantic.BaseModel]) -> tuple[Any, ...]:
+    """The ``type`` values a member of a discriminated union is chosen by: its default, or
+    the values of its ``Literal`` (a tool's ``type`` has no default)."""
+    info = model.model_fields.get("type")
+    if info is None:
+        return ()
+    literal = typing.get_args(info.annotation)
+    return literal or (info.default,)

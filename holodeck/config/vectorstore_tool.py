@@ -1,0 +1,120 @@
+"""The agent.yaml shape of a knowledge base (``type: vectorstore``) and of the database it
+is stored in, which a project's or the user's config.yaml may also give.
+
+Field names and defaults follow the VectorStore Tool Interface Contract (docs/contract.md)
+exactly; what it leaves open (chunking among it) is added with plain names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from holodeck.config.base import StrictModel
+from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
+from holodeck.config.tool_configs import ToolName
+
+#: Embedding models the OpenAI API offers: on that provider a tool names one of these or a
+#: local model.
+OPENAI_EMBEDDING_MODELS = (
+    "text-embedding-3-small",
+    "text-embedding-3-large",
+    "text-embedding-ada-002",
+)
+
+#: An index name prefixes every Redis key of the index, so it stays a plain word.
+_INDEX_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class DatabaseConfig(StrictModel):
+    """Where a knowledge base is stored (the tool contract's ``DatabaseConfig``)."""
+
+    provider: Literal["redis"] = Field(description="Only Redis is supported.")
+    connection_string: str = Field(
+        description="Redis URL, redis:// or rediss:// (TLS). Use ${VAR} for passwords."
+    )
+    index_name: str = Field(default="holodeck_vectors", min_length=1)
+    vector_algorithm: Literal["HNSW", "FLAT"] = "HNSW"
+    distance_metric: Literal["COSINE", "L2", "IP"] = "COSINE"
+
+    @field_validator("connection_string")
+    @classmethod
+    def _redis_url(cls, value: str) -> str:
+        if not value.startswith(("redis://", "rediss://")):
+            raise ValueError("must be a Redis URL starting with redis:// or rediss://")
+        return value
+
+    @field_validator("index_name")
+    @classmethod
+    def _index_name(cls, value: str) -> str:
+        if not _INDEX_NAME_RE.match(value):
+            raise ValueError(
+                "may only hold letters, digits, '_', '.' and '-' (it prefixes the Redis keys)"
+            )
+        return value
+
+
+def _file_type(value: str) -> str:
+    """``docx``, ``.DOCX`` and ``.docx`` all mean ``.docx``; anything unknown is refused."""
+    ext = "." + value.strip().lower().lstrip(".")
+    if ext not in ALL_FILE_TYPES:
+        raise ValueError(f"not a file type holodeck reads; valid: {' '.join(ALL_FILE_TYPES)}")
+    return ext
+
+
+def _exclude_pattern(value: str) -> str:
+    """A gitignore-style pattern, refused here when pathspec cannot compile it."""
+    try:
+        ignore_spec([value])
+    except ValueError as exc:
+        why = f" ({exc})" if str(exc) else ""
+        raise ValueError(f"not a valid gitignore-style pattern{why}") from None
+    return value
+
+
+class VectorStoreToolConfig(StrictModel):
+    """A knowledge base: a folder (or file) of documents the agent can search."""
+
+    type: Literal["vectorstore"]
+    name: ToolName = Field(description="Tool identifier: letters, digits and underscores.")
+    description: str | None = None
+    source: str = Field(min_length=1, description="File or folder, relative to agent.yaml.")
+    embedding_model: str | None = Field(
+        default=None, description="Defaults to the provider's default (local: all-MiniLM-L6-v2)."
+    )
+    database: DatabaseConfig | None = None
+    top_k: int = Field(default=5, ge=1, le=100)
+    min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    chunk_size: int = Field(default=512, ge=16, description="Tokens per chunk.")
+    chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by neighbours.")
+    file_types: list[Annotated[str, AfterValidator(_file_type)]] | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            f"Extensions to ingest; default {' '.join(DEFAULT_FILE_TYPES)}. "
+            f"Valid: {' '.join(ALL_FILE_TYPES)}."
+        ),
+    )
+    exclude: list[Annotated[str, AfterValidator(_exclude_pattern)]] = Field(
+        default_factory=list,
+        description=(
+            "gitignore-style patterns (relative to source) of files and folders to leave out, "
+            "added to those of source/.holodeckignore."
+        ),
+    )
+    search_mode: Literal["hybrid", "semantic", "keyword"] = Field(
+        default="hybrid",
+        description="hybrid: keyword (BM25) and semantic fused; semantic: the embedding model "
+        "alone; keyword: BM25 alone.",
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> VectorStoreToolConfig:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
+                f"chunk_size ({self.chunk_size})"
+            )
+        return self
