@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from holodeck.config.models import ModelConfig
+from holodeck.config.llm import ModelConfig
 from holodeck.evaluations.judge import Judge, JudgeError, Usage
 from holodeck.evaluations.rag import RagInputs, score_rag
 from holodeck.providers import KEY_VARIABLES

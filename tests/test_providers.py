@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from fake_openai import FakeOpenAI, text
 
-from holodeck.config.models import ModelConfig
+from holodeck.config.llm import ModelConfig
 from holodeck.errors import ConfigError
 from holodeck.providers import (
     DEFAULT_OLLAMA_ENDPOINT,

@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # imported when a model is asked: a retrieval-only run never 
 
 from holodeck.agent.anthropic import AnthropicChat
 from holodeck.config.envsubst import environment_for
+from holodeck.config.llm import ModelConfig
 from holodeck.config.loader import Project
-from holodeck.config.models import ModelConfig
 from holodeck.errors import ConfigError, HoloDeckError, LLMError
 from holodeck.knowledge_base import clean_query
 from holodeck.providers import (

@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 import numpy as np
 import openai
 
-from holodeck.config.models import ModelConfig
+from holodeck.config.llm import ModelConfig
 from holodeck.embeddings.catalog import facts
 from holodeck.embeddings.tiktoken_offline import TiktokenCounter
 from holodeck.errors import EmbeddingError

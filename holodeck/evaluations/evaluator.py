@@ -26,8 +26,8 @@ from holodeck.agent.loop import ToolCallRecord
 from holodeck.config.cases import TestCase, Turn
 from holodeck.config.envsubst import environment_for
 from holodeck.config.evaluations import GEvalMetric, RagMetric, StandardMetric
+from holodeck.config.llm import ModelConfig
 from holodeck.config.loader import Project
-from holodeck.config.models import ModelConfig
 from holodeck.evaluations.cache import JudgeCache
 from holodeck.evaluations.geval import StepsStore, score_geval
 from holodeck.evaluations.judge import Judge, JudgeError, Usage

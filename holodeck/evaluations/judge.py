@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported when a judge is asked: runs without evaluations ne
     from openai.types.chat import ChatCompletion
 
 from holodeck.agent.anthropic import AnthropicChat, messages_request, read_message
-from holodeck.config.models import ModelConfig
+from holodeck.config.llm import ModelConfig
 from holodeck.evaluations.cache import JudgeCache, cache_key
 from holodeck.evaluations.standard import without_fence
 from holodeck.providers import (

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from holodeck.config.models import DatabaseConfig
+from holodeck.config.vectorstore_tool import DatabaseConfig
 from holodeck.errors import HoloDeckError
 from holodeck.redact import redact_url
 from holodeck.vectorstore.adapter import IndexAdapter

@@ -11,8 +11,8 @@ import pytest
 from cli_helpers import run_holodeck, write
 from fake_openai import FakeOpenAI, error, unit_vector, vectors
 
+from holodeck.config.llm import ModelConfig
 from holodeck.config.loader import load_project
-from holodeck.config.models import ModelConfig
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.factory import make_embedder
 from holodeck.embeddings.local import LocalOnnxEmbedder

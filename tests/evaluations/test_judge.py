@@ -13,7 +13,7 @@ import pytest
 from fake_openai import FakeOpenAI, error, raw, text
 
 from holodeck.config.evaluations import GEvalMetric
-from holodeck.config.models import ModelConfig
+from holodeck.config.llm import ModelConfig
 from holodeck.evaluations.cache import JudgeCache
 from holodeck.evaluations.geval import StepsStore, score_geval
 from holodeck.evaluations.judge import Judge, JudgeError, Usage
