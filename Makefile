@@ -32,7 +32,7 @@ test: $(VENV)/.installed-test
 ## lint: ruff, mypy and the import layers (pyproject's importlinter contracts)
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check holodeck tests benchmarks
-	$(BIN)/ruff format --check holodeck
+	$(BIN)/ruff format --check holodeck tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
