@@ -127,6 +127,7 @@ def describe_project(project: Project) -> dict[str, Any]:
                 "file": t.file,
                 "function": t.function,
                 "parameters": list(t.parameters) if t.parameters is not None else None,
+                "request_timeout": t.request_timeout,
             }
             for t in project.agent.tools_of(FunctionToolConfig)
         ],
@@ -206,6 +207,7 @@ def render_text(data: dict[str, Any]) -> str:
             f"Tool {function['name']} (function)",
             f"  calls:           {function['function']} in {function['file']}",
             f"  parameters:      {shown}",
+            f"  call timeout:    {function['request_timeout']:g} s",
         ]
     for server in data["mcp_servers"]:
         where = (

@@ -20,6 +20,8 @@ _IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: JSON Schema types a ``parameters:`` entry may name (``float`` is the original's word
 #: for ``number``).
 PARAMETER_TYPES = ("string", "integer", "number", "float", "boolean", "array", "object")
+#: Seconds one call of a function or MCP tool may take, unless its ``request_timeout`` says.
+DEFAULT_REQUEST_TIMEOUT: float = 60
 
 
 def tool_name(value: str) -> str:
@@ -64,6 +66,11 @@ class FunctionToolConfig(StrictModel):
         default=None,
         description="The arguments' schema; default: from the signature, hints and docstring.",
     )
+    # holodeck's own (the original gives a function no time limit): the MCP tools' key and
+    # meaning, so that no call can hold up a chat or a test run.
+    request_timeout: float = Field(
+        default=DEFAULT_REQUEST_TIMEOUT, gt=0, description="Seconds one call may take."
+    )
 
     @field_validator("function")
     @classmethod
@@ -104,7 +111,9 @@ class McpToolConfig(StrictModel):
         default=None, description="Given to a stdio server as JSON in its MCP_CONFIG variable."
     )
     load_tools: bool = Field(default=True, description="Offer the server's tools to the model.")
-    request_timeout: float = Field(default=60, gt=0, description="Seconds one call may take.")
+    request_timeout: float = Field(
+        default=DEFAULT_REQUEST_TIMEOUT, gt=0, description="Seconds one call may take."
+    )
     registry_name: str | None = Field(default=None, description="Where it came from (kept only).")
 
     @field_validator("url")

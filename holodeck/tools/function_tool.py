@@ -2,16 +2,17 @@
 
 The model sees the function's JSON Schema: from ``parameters:`` when agent.yaml gives it,
 else from the signature, its type hints and its docstring (Google, reST or numpy style). The
-model's arguments are validated against that schema first (pydantic); a sync function runs
-in a worker thread, an async one on the loop. Whatever the function returns is the tool's
-result (text as is, anything else as JSON); whatever it raises, or an invalid argument, is a
-``ToolError`` the model reads, never a crash. A file or function that cannot be loaded is a
-``ConfigError`` (exit 2) naming the file and the line.
+model's arguments are validated against that schema first (pydantic); the function runs off
+the loop's thread (``holodeck.tools.worker``: a sync one in a thread of its own, an async one
+on the function tools' event loop) for at most ``request_timeout`` seconds. Whatever the
+function returns is the tool's result (text as is, anything else as JSON); whatever it
+raises (``SystemExit`` and ``KeyboardInterrupt`` too), an invalid argument or running past the
+limit is a ``ToolError`` the model reads, never a crash or a frozen chat. A file or function
+that cannot be loaded is a ``ConfigError`` (exit 2) naming the file and the line.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import importlib.util
@@ -32,6 +33,7 @@ import pydantic
 from holodeck.config.loader import Project
 from holodeck.config.tool_configs import FunctionParameter, FunctionToolConfig
 from holodeck.errors import ConfigError
+from holodeck.tools import worker
 from holodeck.tools.callables import CallableTool, ToolError, bounded
 
 log = logging.getLogger("holodeck.tools")
@@ -73,7 +75,7 @@ def load_function_tool(config: FunctionToolConfig, project: Project) -> Callable
         description=description,
         parameters=_schema(arguments),
         kind="function",
-        run=functools.partial(_call, config.name, function, arguments),
+        run=functools.partial(_call, config.name, function, arguments, config.request_timeout),
     )
 
 
@@ -204,21 +206,23 @@ async def _call(
     name: str,
     function: Callable[..., Any],
     arguments_model: type[pydantic.BaseModel],
+    timeout: float,
     arguments: dict[str, Any],
 ) -> str:
-    """Validate, call, and turn the result (or the exception) into the tool's text."""
+    """Validate, call, and turn the result (or what went wrong) into the tool's text."""
     try:
         parsed = arguments_model.model_validate(arguments)
     except pydantic.ValidationError as exc:
         raise ToolError(f"invalid arguments for {name}: {_problems(exc)}") from None
     values = {key: getattr(parsed, key) for key in type(parsed).model_fields}
     try:
-        if inspect.iscoroutinefunction(function):
-            result = await function(**values)
-        else:
-            result = await asyncio.to_thread(function, **values)
-            if inspect.isawaitable(result):
-                result = await result
+        result = await worker.call(name, function, values, timeout)
+    except worker.TimedOut:
+        log.debug("function tool %s ran past %g s; left running in its thread", name, timeout)
+        raise ToolError(f"{name} did not return within {timeout:g} s (request_timeout)") from None
+    except worker.Ended as exc:
+        log.debug("function tool %s ended with %r", name, exc.cause, exc_info=exc.cause)
+        raise ToolError(f"{name} ended with {exc.cause!r}") from exc
     except Exception as exc:
         log.debug("function tool %s raised", name, exc_info=True)
         raise ToolError(f"{name} raised {type(exc).__name__}: {exc}") from exc
