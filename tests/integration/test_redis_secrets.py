@@ -90,3 +90,19 @@ def test_password_never_printed(
     assert "none (Redis at redis://:***@" in run(wrong, "config", "show")
 
     check(outputs, PASSWORD, WRONG)
+
+
+def test_a_database_the_server_lacks_is_the_user_s_to_fix(
+    tmp_path: Path, redis_server_factory: Callable[..., RedisServer]
+) -> None:
+    """``redis://...:PORT/99`` on a server with 16 databases: one line naming the redacted
+    URL and the fix, exit 2 (a user's mistake, not an outage), no traceback without -v."""
+    server = redis_server_factory(password=PASSWORD)
+    write(tmp_path / "agent.yaml", AGENT)
+    write_docs(tmp_path / "docs", CORPUS)
+    global_config(tmp_path / ".holodeck" / "config.yaml", f"{server.url}/99", "db99")
+    result = run_holodeck("ingest", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "has no database 99" in result.stderr
+    assert f"redis://:***@127.0.0.1:{server.port}/99" in result.stderr
+    assert "Traceback" not in result.stderr and PASSWORD not in result.stderr

@@ -1,10 +1,11 @@
 """How redis-py's failures become holodeck's errors, each naming the redacted URL.
 
-At start: an invalid URL, a refused login or a server without the Query Engine is a
-``ConfigError``, and an unreachable server the contract's ``ConnectionError`` (the caller
-falls back to another store). After that: a lost connection is an ``IngestError``, never a
-silent switch of store in mid-work, and so is an index that vanished; a query that ran out of
-its time budget is refused. redis-py's own messages name only host and port.
+At start: an invalid URL, a refused login, a database the server does not have or a server
+without the Query Engine is a ``ConfigError``, and an unreachable server the contract's
+``ConnectionError`` (the caller falls back to another store). After that: a lost connection
+is an ``IngestError``, never a silent switch of store in mid-work, and so is an index that
+vanished; a query that ran out of its time budget is refused. redis-py's own messages name
+only host and port.
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ def index_names(client: redis.Redis, shown: str) -> set[str]:
         raise ConfigError(
             f"Redis at {shown} refused the login ({redact(str(exc))}): check the "
             f"user and password in the connection string"
+        ) from None
+    except redis.exceptions.ResponseError as exc:
+        if "db index" not in str(exc).lower():
+            raise
+        db = client.connection_pool.connection_kwargs.get("db", 0)
+        raise ConfigError(  # the URL's /N names a database the server does not have
+            f"Redis at {shown} has no database {db} "
+            f"({redact(str(exc))}): use a database number the server has (0 unless its "
+            f"`databases` setting allows more) in the connection string"
         ) from None
     try:
         listed = client.execute_command("FT._LIST")
