@@ -26,6 +26,8 @@ _reader_log = logging.getLogger("holodeck.tools")
 
 #: The field of an owner record that identifies it (a project); the others describe it.
 OWNER_IDENTITY = "project_id"
+#: The field of an owner record naming the project a library was taken over from.
+TAKEN_FROM = "taken_from"
 #: Libraries already warned that they were filled from another source folder (warn once).
 _WARNED_MOVED: set[str] = set()
 
@@ -127,12 +129,15 @@ def claim_library(
     if current.get(OWNER_IDENTITY) == owner.get(OWNER_IDENTITY):
         if current.get("source") != owner.get("source"):
             return Claim("moved", current)
-        if current != owner:
-            adapter.set_library_owner(tenant_id, library_id, owner)
+        kept = {**owner, **{k: v for k, v in current.items() if k == TAKEN_FROM}}
+        if current != kept:
+            adapter.set_library_owner(tenant_id, library_id, kept)
         return Claim("same")
     if not take_over:
         raise LibraryOwnedError(tenant_id, library_id, current, owner)
-    adapter.set_library_owner(tenant_id, library_id, owner)
+    # the project it was taken from is told so when it next reads or fills it
+    taken = {**owner, TAKEN_FROM: current.get(OWNER_IDENTITY, "")}
+    adapter.set_library_owner(tenant_id, library_id, taken)
     return Claim("taken", current)
 
 
@@ -155,11 +160,12 @@ def claim_for_ingest(
     """
     try:
         claim = claim_library(adapter, tenant_id, library_id, owner, take_over=take_over)
-    except LibraryOwnedError:
+    except LibraryOwnedError as refused:
         where = f"the {adapter.backend} index"
         agent = agent_name or tenant_id
+        ours = _taken_from(refused.owner, owner.get(OWNER_IDENTITY))
         raise ConfigError(
-            owned_elsewhere(agent, library_id, tenant_id, where, reading=False)
+            owned_elsewhere(agent, library_id, tenant_id, where, reading=False, taken=ours)
         ) from None
     if claim.outcome == "adopted":
         _ingest_log.info(
@@ -245,10 +251,11 @@ def check_readable(
         project_id = project_file.known_project_id(root)
     try:
         owner = check_reader(adapter, tenant_id, library_id, project_id)
-    except LibraryOwnedError:
+    except LibraryOwnedError as refused:
         where = f"the {adapter.backend} index"
+        ours = _taken_from(refused.owner, project_id)
         raise ConfigError(
-            owned_elsewhere(agent_name, library_id, tenant_id, where, reading=True)
+            owned_elsewhere(agent_name, library_id, tenant_id, where, reading=True, taken=ours)
         ) from None
     indexed = owner.get("source") if owner else None
     _warn_if_moved(library_id, indexed, source_label(root, source))
@@ -270,13 +277,28 @@ def _warn_if_moved(library_id: str, indexed: str | None, source: str) -> None:
 
 
 # -- the refusal ------------------------------------------------------------------------------
-def owned_elsewhere(agent: str, tool: str, tenant: str, where: str, *, reading: bool) -> str:
-    """Why a library another project fills is refused, and what to change.
+def _taken_from(owner: dict[str, str], project_id: str | None) -> bool:
+    """Whether ``owner`` took the library over from project ``project_id``."""
+    return bool(project_id) and owner.get(TAKEN_FROM) == project_id
+
+
+def owned_elsewhere(
+    agent: str, tool: str, tenant: str, where: str, *, reading: bool, taken: bool = False
+) -> str:
+    """Why a library another project fills is refused, and what to change; ``taken``: it
+    was this project's until the other took it over, which the line says first.
 
     Names this agent, tool and tenant and the index, never the other project: its path,
     host and id are not this project's to see.
     """
     head = f"agent {agent!r}, tool {tool!r}: the library of tenant {tenant!r} in {where}"
+    if taken:
+        return (
+            f"{head} was this project's until another project took it over (it sets "
+            f"tenant: {tenant} explicitly){'' if reading else '; nothing was changed'}. To "
+            f"take it back, set tenant: {tenant} explicitly in agent.yaml and run holodeck "
+            f"ingest; to keep both, set tenant: to another value or rename the tool"
+        )
     if reading:
         what = "is filled by another project, so this project may not read it"
         share = f"to share it, set tenant: {tenant} explicitly (its next ingest takes it over)"

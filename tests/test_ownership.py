@@ -85,7 +85,11 @@ def test_a_library_belongs_to_one_owner(make_store: Callable[[], VectorStore]) -
     assert adapter.library_owner("t1", "lib") == moved  # the description follows
     taken = claim_library(adapter, "t1", "lib", OWNER_B, take_over=True)
     assert (taken.outcome, taken.previous) == ("taken", moved)
-    assert adapter.library_owner("t1", "lib") == OWNER_B
+    # the new owner's record, and whom it took the library from
+    assert adapter.library_owner("t1", "lib") == {**OWNER_B, "taken_from": "proj-a"}
+    b_moved = {**OWNER_B, "root": "/b2", "description": "docs of /b2"}
+    assert claim_library(adapter, "t1", "lib", b_moved).outcome == "same"
+    assert adapter.library_owner("t1", "lib") == {**b_moved, "taken_from": "proj-a"}
 
 
 def test_a_library_without_owner_record_is_adopted(make_store: Callable[[], VectorStore]) -> None:
@@ -166,7 +170,7 @@ def test_an_ingest_says_what_its_claim_found(
         assert claim(OWNER_A) is None and not caplog.records  # new: nothing to say
         assert claim(OWNER_B, take_over=True) is None
         (tmp_path / "docs").mkdir()
-        assert claim({**OWNER_B, "source": "handbook"}) == OWNER_B
+        assert claim({**OWNER_B, "source": "handbook"}) == {**OWNER_B, "taken_from": "proj-a"}
     taken, moved = caplog.records
     assert taken.levelno == logging.WARNING and "taken over by docs of /b" in taken.getMessage()
     assert moved.levelno == logging.WARNING  # the old folder still exists
@@ -255,3 +259,44 @@ def test_a_reader_reads_the_project_id_until_it_is_found(tmp_path: Path) -> None
     (tmp_path / ".holodeck" / "project_id").write_text("# id\nproj-a-123\n", encoding="utf-8")
     assert read(None) == "proj-a-123"
     assert read("proj-a-123") == "proj-a-123"
+
+
+def test_the_project_a_library_was_taken_from_is_told_so(tmp_path: Path) -> None:
+    """After another project took the library over (its agent sets ``tenant:``), the old
+    owner's search and ingest say what happened and how to take it back."""
+    adapter = MemoryIndexAdapter()
+    claim_library(adapter, "t1", "kb", OWNER_A)
+    claim_library(adapter, "t1", "kb", OWNER_B, take_over=True)
+    with pytest.raises(ConfigError) as read:
+        check_readable(
+            lambda: adapter,
+            "t1",
+            "kb",
+            agent_name="agent",
+            explicit_tenant=False,
+            root=tmp_path,
+            source=tmp_path / "docs",
+            project_id="proj-a",
+        )
+    with pytest.raises(ConfigError) as filled:
+        claim_for_ingest(
+            adapter, "t1", "kb", OWNER_A, take_over=False, agent_name="", project_root=tmp_path
+        )
+    for refused in (read.value, filled.value):
+        assert refused.exit_code == 2
+        assert "was this project's until another project took it over" in str(refused)
+        assert "To take it back, set tenant: t1 explicitly" in str(refused)
+        assert "proj-b" not in str(refused) and "docs of /b" not in str(refused)
+    # a third project is told the plain refusal: nothing was taken from it
+    with pytest.raises(ConfigError) as third:
+        check_readable(
+            lambda: adapter,
+            "t1",
+            "kb",
+            agent_name="agent",
+            explicit_tenant=False,
+            root=tmp_path,
+            source=tmp_path / "docs",
+            project_id="proj-c",
+        )
+    assert "is filled by another project, so this project may not read it" in str(third.value)
