@@ -114,8 +114,10 @@ def test_another_project_cannot_erase_a_library(
     )
     assert str(a) not in taken.stderr
     assert top_source(b, "compost heap") == "docs/garden/compost.txt"
-    again = run_holodeck("ingest", cwd=a)  # now a is the other project
-    assert again.returncode == 2 and "filled by another project" in again.stderr
+    again = run_holodeck("ingest", cwd=a)  # now a is the other project, and is told why
+    assert again.returncode == 2
+    assert "was this project's until another project took it over" in again.stderr
+    assert f"To take it back, set tenant: {NAME} explicitly" in again.stderr
     assert str(b) not in again.stderr
 
 
