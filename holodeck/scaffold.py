@@ -137,11 +137,14 @@ def _write_all(
     source_text = result.source
     case = example_case(source_path) if source_path.exists() else None
     if case is None and source_path.is_file():
+        from holodeck.ingest.discover import path_text
+
         # One file: every search answers from it, so any question of it finds it.
+        name = path_text(source_path.name)  # its document id
         case = ExampleCase(
             name="finds-the-document",
-            input=f"What does {source_path.name} say?",
-            expected_source=source_path.name,
+            input=f"What does {name} say?",
+            expected_source=name,
             origin=source_text,
         )
     if case is None:

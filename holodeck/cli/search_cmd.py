@@ -16,6 +16,7 @@ import click
 
 from holodeck.cli.options import FiniteRange, agent_option, agent_path
 from holodeck.config.loader import load_project
+from holodeck.ingest.discover import path_text
 from holodeck.knowledge_base import KnowledgeBase, clean_query, quick_start, settle
 from holodeck.results import SearchResult, search_json, tool_results_json
 from holodeck.retrieval.fusion import MODES, SearchMode
@@ -133,6 +134,7 @@ def search(
     tools = KnowledgeBase.every(project, [tool_name] if tool_name else None)
     if not tools:
         raise click.UsageError(f"{project.agent_path.name} has no vectorstore tools to search")
+    books = tuple(_book_id(book) for book in books)
     filters = ChunkFilters(book_ids=list(books) or None, tags=list(tags) or None, language=language)
     # One query each from here on: the models' quickest start, opened while the files are
     # checked (an ingest, which embeds many, reopens them with onnxruntime's optimisation).
@@ -209,6 +211,14 @@ def _show_on_terminal(
             lines += result_lines(result.rank, result, query, console.width, True, full)
         blocks.append(Text("\n").join(lines))
     console.print(Text("\n\n").join(blocks))
+
+
+def _book_id(book: str) -> str:
+    """A ``--book`` as the id of its folder: kept when typed as holodeck shows the folder,
+    written by ``path_text`` when it is the folder's own name (a shell completed a name that
+    is not UTF-8, or holds a control character)."""
+    escaped = path_text(book)
+    return book if escaped == book.replace("\\", "\\\\") else escaped
 
 
 def _warn_unknown_books(tool: KnowledgeBase, books: tuple[str, ...]) -> None:

@@ -23,11 +23,15 @@ Rules users rely on:
   them could loop and would ingest the same files twice under two names. Their target, being
   inside ``source``, is discovered at its real path. Symlinked files inside ``source`` are
   ingested under the link's own path.
+- Names are stored and shown as ``path_text`` writes them (docs/ingestion.md): a name that
+  is not UTF-8 or holds a control character is escaped (the Latin-1 ``café.md`` is
+  ``caf\\xe9.md``), the same on every run and never the text of another name.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,10 +55,60 @@ REASON_BROKEN_LINK = "broken symlink"
 REASON_UNREADABLE = "permission denied"
 REASON_NOT_REGULAR = "not a regular file"
 
+#: What ``path_text`` escapes: a backslash, control characters (C0, DEL, C1) and surrogates
+#: (a byte that is not UTF-8 as Python decodes a name, or half a UTF-16 pair on Windows).
+_UNPRINTABLE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_NAMED = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+#: The escapes ``path_text`` writes, read back by ``text_path``.
+_ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[\\tnr])")
+_UNNAMED = {b"\\": b"\\", b"t": b"\t", b"n": b"\n", b"r": b"\r"}
+
+
+def path_text(path: str) -> str:
+    """``path`` (a name as the OS gives it to Python) as text any store, JSON, report and
+    terminal can hold, showing the name faithfully: the one rule for paths shown or stored.
+
+    Printable UTF-8 is kept; a backslash becomes ``\\\\``, tab, newline and carriage return
+    ``\\t \\n \\r``, and every other byte of a control character, or byte that is not UTF-8,
+    ``\\xNN`` (the escapes of a Python bytes literal). ``text_path`` reads the name back, so
+    two names never share one text.
+    """
+    if _UNPRINTABLE.search(path) is None:
+        return path
+    return _UNPRINTABLE.sub(_escaped, path)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    """The escape of one character ``path_text`` does not keep."""
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    try:
+        raw = os.fsencode(char)  # a not-UTF-8 byte: itself; on Windows, a lone surrogate
+    except UnicodeEncodeError:  # a lone surrogate where names are bytes (never from the OS)
+        raw = char.encode("utf-8", "surrogatepass")
+    return "".join(f"\\x{byte:02x}" for byte in raw)
+
+
+def text_path(text: str) -> str:
+    """The name ``path_text`` wrote as ``text``, as the OS knows it (its inverse): the file
+    that a name holodeck showed, copied into a test case, stands for. Other backslashes
+    are kept as they are."""
+    raw = _ESCAPE.sub(_unescaped, text.encode("utf-8", "surrogateescape"))
+    return os.fsdecode(raw)
+
+
+def _unescaped(match: re.Match[bytes]) -> bytes:
+    """The byte one escape of ``path_text`` stands for."""
+    code = match.group(1)
+    return _UNNAMED.get(code) or bytes([int(code[1:], 16)])
+
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A file to ingest; ``rel_path`` (posix, relative to source) is its document id."""
+    """A file to ingest; ``rel_path`` (posix, relative to source, as ``path_text`` writes it)
+    is its document id, ``path`` the name the OS knows."""
 
     path: Path
     rel_path: str
@@ -227,7 +281,7 @@ class _Scan:
             # World-readable files need no second system call; others are asked about.
             self.skip(path, rel, REASON_UNREADABLE)
         else:
-            self.result.found.append((path, rel, st.st_mtime, st.st_size))
+            self.result.found.append((path, path_text(rel), st.st_mtime, st.st_size))
 
     def excluded(self, rel: str, is_dir: bool) -> bool:
         """Whether the user's patterns leave this entry out (a folder is matched as ``dir/``)."""
@@ -235,7 +289,7 @@ class _Scan:
 
     def skip(self, path: str, rel: str, reason: str) -> None:
         """Record a skip with the reason the user is shown."""
-        self.result.skipped.append(Skipped(path=Path(path), rel_path=rel, reason=reason))
+        self.result.skipped.append(Skipped(path=Path(path), rel_path=path_text(rel), reason=reason))
 
 
 def _suffix(name: str) -> str:

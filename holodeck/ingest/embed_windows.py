@@ -29,7 +29,7 @@ import numpy as np
 
 from holodeck.embeddings.base import Embedder
 from holodeck.errors import EmbeddingError, ValidationError
-from holodeck.ingest.discover import SourceFile
+from holodeck.ingest.discover import SourceFile, path_text
 from holodeck.ingest.library import LibraryTarget
 from holodeck.ingest.status import IngestStatus, Progress, TokenEstimate
 from holodeck.ingest.summary import IngestSummary
@@ -365,8 +365,9 @@ def _describe(window: list[_Slice]) -> str:
 
 
 def _display_path(path: Path, root: Path) -> str:
-    """The path shown as ``Source:``: relative to the project root when inside it."""
+    """The path shown as ``Source:``: relative to the project root when inside it, written
+    as ``path_text`` writes names."""
     try:
-        return path.relative_to(root).as_posix()
+        return path_text(path.relative_to(root).as_posix())
     except ValueError:
-        return str(path)
+        return path_text(str(path))

@@ -92,21 +92,28 @@ def _call(call: ToolCallRecord) -> str:
     return f"{call.tool}({_short(arguments)})"
 
 
-def normalize_source(path: str) -> str:
-    """A source as written in a case, compared as a POSIX path without a leading ``./``."""
-    out = path.strip().replace("\\", "/")
-    while out.startswith("./"):
-        out = out[2:]
-    return out
+def source_forms(path: str) -> tuple[str, ...]:
+    """What a source written in a case may name, as POSIX paths without a leading ``./``:
+    the text as written (odd names escaped as holodeck shows them, docs/ingestion.md) and,
+    when it holds backslashes, the same with them read as Windows separators."""
+    forms = []
+    for form in dict.fromkeys((path.strip(), path.strip().replace("\\", "/"))):
+        while form.startswith("./"):
+            form = form[2:]
+        forms.append(form)
+    return tuple(forms)
 
 
 def source_ranks(expected: Sequence[str], calls: Sequence[ToolCallRecord]) -> dict[str, int | None]:
     """The best rank each expected source reached in any call (None: not retrieved)."""
     ranks: dict[str, int | None] = {}
     for source in expected:
-        want = normalize_source(source)
+        want = source_forms(source)
         found = [
-            r.rank for call in calls for r in call.results if want in (r.source_path, r.doc_id)
+            r.rank
+            for call in calls
+            for r in call.results
+            if r.source_path in want or r.doc_id in want
         ]
         ranks[source] = min(found) if found else None
     return ranks

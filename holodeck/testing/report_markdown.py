@@ -140,7 +140,9 @@ def _call_markdown(call: dict[str, Any]) -> str:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """``text`` as one table cell that renders as written: a backslash doubled (Markdown
+    would take ``\\\\`` for one), a pipe escaped, whitespace runs made one space."""
+    return " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|")
 
 
 def _num(value: float | None) -> str:

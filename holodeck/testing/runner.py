@@ -26,6 +26,7 @@ from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.factory import make_local_embedder
 from holodeck.errors import ConfigError
 from holodeck.evaluations.evaluator import Evaluator
+from holodeck.ingest.discover import text_path
 from holodeck.redact import redact
 from holodeck.results import pieces
 from holodeck.testing.checks import (
@@ -35,7 +36,7 @@ from holodeck.testing.checks import (
     check_ground_truth,
     check_sources,
     check_tools,
-    normalize_source,
+    source_forms,
     source_ranks,
 )
 from holodeck.testing.outcomes import CaseResult, Mode, SuiteResult, TurnOutcome
@@ -356,9 +357,9 @@ class TestRunner:
 
     def _exists(self, source: str) -> bool:
         """Whether an expected source names a file under the root or a tool's source."""
-        rel = normalize_source(source)
         bases = [self.project.root, *(tool.resolved.source for tool in self.tools)]
-        return any((base / rel).is_file() for base in bases)
+        names = [text_path(form) for form in source_forms(source)]
+        return any((base / name).is_file() for base in bases for name in names)
 
 
 def _roll_up(result: CaseResult) -> None:

@@ -10,6 +10,11 @@ whole project, virtualenv included: too much to watch).
 A pass that fails for one tool is reported through ``on_error`` and the loop goes on (the
 next change retries); what the index already committed stays searchable. Hidden files and
 folders (``.git``, ``.holodeck`` with the local index) and editor droppings never start a pass.
+
+The watcher cannot name a file whose name is not UTF-8 (an archive from another system):
+it then fails, at start for such a folder, at the first change for such a file. The loop
+goes on by looking instead: every ``POLL_MS`` it compares what the folders hold, and a pass
+first takes in whatever the failed batch held.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from watchfiles import Change, DefaultFilter, watch
+from watchfiles._rust_notify import WatchfilesRustInternalError
 
+from holodeck.ingest.discover import path_text
 from holodeck.ingest.status import IngestStatus, Progress
 from holodeck.knowledge_base import KnowledgeBase
 from holodeck.tools.initialize import ProgressFactory, initialize_tools
@@ -35,6 +42,11 @@ STEP_MS = 300
 DEBOUNCE_MS = 2_000
 #: How often the watcher wakes with no change (to notice ``stop``, and to start pass one).
 WAKE_MS = 200
+#: How often the folders are looked at once the watcher has failed (see the module's doc).
+POLL_MS = 1_000
+
+#: A batch of changes; None when a batch was lost and every tool may have changed.
+Batch = set[tuple[Change, str]] | None
 
 #: Called when a tool's pass fails: (tool, error, is_first_pass). Raising stops the loop.
 ErrorHandler = Callable[[KnowledgeBase, Exception, bool], None]
@@ -88,7 +100,31 @@ def watch_tools(
     ingest_log.addFilter(once)
     try:
         first = True
-        for changes in watch(
+        for changes in _batches(roots, recursive, stop):
+            if first:  # the watcher is running: changes from now on are seen
+                first = False
+                run_pass(tools, force, stoppable, on_done, on_error, first_pass=True)
+                if on_ready is not None and not stop.is_set():
+                    on_ready()
+                continue
+            changed = list(tools) if changes is None else tools_for(tools, changes)
+            changed += [t for t in files.changed(already=changed) if t not in changed]
+            if changed and not stop.is_set():
+                if changes:
+                    shown = ", ".join(sorted({path_text(p) for _, p in changes}))
+                    log.debug("Changed: %s", shown)
+                run_pass(changed, False, stoppable, on_done, on_error, first_pass=False)
+    except WatchStopped:
+        pass
+    finally:
+        ingest_log.removeFilter(once)
+
+
+def _batches(roots: Sequence[Path], recursive: bool, stop: threading.Event) -> Iterator[Batch]:
+    """The watcher's batches (an empty one every WAKE_MS); once it fails, the folders'
+    changes found by looking (see the module's doc), the first batch None."""
+    try:
+        yield from watch(
             *roots,
             watch_filter=None,  # decided per tool in tools_for
             debounce=DEBOUNCE_MS,
@@ -98,22 +134,43 @@ def watch_tools(
             yield_on_timeout=True,  # a tick every WAKE_MS: pass one, and the file sources
             debug=False,  # the watcher's debug output goes to stdout: the MCP protocol's
             recursive=recursive,
-        ):
-            if first:  # the watcher is running: changes from now on are seen
-                first = False
-                run_pass(tools, force, stoppable, on_done, on_error, first_pass=True)
-                if on_ready is not None and not stop.is_set():
-                    on_ready()
+        )
+        return
+    except WatchfilesRustInternalError as exc:
+        # Its message names the path already escaped (Rust's Debug form: \xE9, \u{1b}).
+        log.info(
+            "The file watcher cannot go on (%s); looking every %g s instead", exc, POLL_MS / 1000
+        )
+    seen = _listing(roots, recursive)
+    yield None  # what the failed batch held, or the first pass
+    while not stop.wait(POLL_MS / 1000):
+        now = _listing(roots, recursive)
+        yield {(Change.modified, p) for p in seen.keys() | now.keys() if seen.get(p) != now.get(p)}
+        seen = now
+
+
+def _listing(roots: Iterable[Path], recursive: bool) -> dict[str, tuple[int, int]]:
+    """Every visible entry under ``roots`` (path: mtime in ns, size): what looking compares.
+    Hidden entries are left out, as they never start a pass; links are not followed."""
+    found: dict[str, tuple[int, int]] = {}
+    folders = [os.fspath(root) for root in roots]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                listing = list(entries)
+        except OSError:  # gone or unreadable: its entries are missing, so they changed
+            continue
+        for entry in listing:
+            if entry.name.startswith("."):
                 continue
-            changed = tools_for(tools, changes)
-            changed += [t for t in files.changed(already=changed) if t not in changed]
-            if changed and not stop.is_set():
-                log.debug("Changed: %s", ", ".join(sorted({p for _, p in changes})))
-                run_pass(changed, False, stoppable, on_done, on_error, first_pass=False)
-    except WatchStopped:
-        pass
-    finally:
-        ingest_log.removeFilter(once)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            found[entry.path] = (st.st_mtime_ns, st.st_size)
+            if recursive and entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+    return found
 
 
 def run_pass(

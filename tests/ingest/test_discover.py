@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from holodeck.ingest.discover import discover
+from holodeck.ingest.discover import discover, path_text, text_path
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_DOCS = REPO / "examples" / "docs"
@@ -225,3 +225,59 @@ def test_a_files_type_is_read_from_its_name_as_its_extension_says(
     found = discover(tmp_path, [".md", ".txt", ".csv"])
     wanted = os.path.splitext(name)[1].lower() in (".md", ".txt", ".csv") and name[0] != "."
     assert (name in found.stats()) == wanted
+
+
+#: Names a folder may hold, as the OS gives them to Python: bytes that are not UTF-8, real
+#: backslashes, every control character, C1 controls, the text look-alikes of their escapes.
+ODD_NAMES = [
+    os.fsdecode(raw)
+    for raw in (
+        b"caf\xe9.md",
+        b"caf\\xe9.md",
+        b"caf\\\xe9.md",
+        b"caf\xc3\xa9.md",
+        b"caf\\xc3\\xa9.md",
+        b"tab\there.md",
+        b"tab\\there.md",
+        b"new\nline\r.md",
+        b"\x1b[31mred\x1b[0m.md",
+        b"\\x1b[31mred.md",
+        b"\xc2\x9b31m.md",
+        b"\x9b31m.md",
+        b"\x7f.md",
+        b"\xff\xfe.md",
+        b"".join(bytes([i]) for i in range(1, 47)) + b".md",
+        b"a\\",
+        b"\\",
+        b"plain.md",
+    )
+]
+
+
+def test_path_text_is_printable_reversible_and_never_shared() -> None:
+    shown = [path_text(name) for name in ODD_NAMES]
+    assert len(set(shown)) == len(ODD_NAMES)  # two names never share one text
+    for name, text in zip(ODD_NAMES, shown, strict=True):
+        assert text.isprintable(), text  # nothing a terminal obeys
+        assert text.encode("utf-8")  # no surrogate left: every store can hold it
+        assert text_path(text) == name  # the same file, found again
+    assert shown[:4] == ["caf\\xe9.md", "caf\\\\xe9.md", "caf\\\\\\xe9.md", "caf\u00e9.md"]
+    assert path_text("\x1b[31mred\x1b[0m.md") == "\\x1b[31mred\\x1b[0m.md"
+    assert path_text("tab\there\n.md") == "tab\\there\\n.md"
+    assert path_text("\x9b31m.md") == "\\xc2\\x9b31m.md"  # a C1 control: its UTF-8 bytes
+    assert path_text("plain name.md") == "plain name.md"
+
+
+def test_discovery_names_odd_files_escaped(tmp_path: Path) -> None:
+    """Discovery reads the file by the name the OS knows and names it by ``path_text``."""
+    src = os.fsencode(tmp_path)
+    os.makedirs(os.path.join(src, b"r\xe9sum\xe9"))
+    for name in (b"caf\xe9.md", b"r\xe9sum\xe9/a\tb.md", b"pic\x1b.png"):
+        with open(os.path.join(src, name), "wb") as out:
+            out.write(b"some text\n")
+    found = discover(tmp_path)
+    assert [f.rel_path for f in found.files] == ["caf\\xe9.md", "r\\xe9sum\\xe9/a\\tb.md"]
+    assert [f.path.read_bytes() for f in found.files] == [b"some text\n"] * 2
+    assert [(s.rel_path, s.reason) for s in found.skipped] == [
+        ("pic\\x1b.png", "unsupported file type .png")
+    ]

@@ -7,6 +7,7 @@ process sees what each pass stored.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run_holodeck, write
+from odd_names import ODD_FILES, write_named
 
 AGENT = """
 name: watch-test
@@ -32,6 +34,8 @@ class Watcher:
         self.err = project / "watch.err"
         self.out = project / "watch.out"
         env = {"HOME": str(project / "home"), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+        if "PYTHONPATH" in os.environ:  # the checkout under test, not an installed holodeck
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "holodeck", *args, "ingest", "--watch"],
             cwd=project,
@@ -133,3 +137,32 @@ def test_a_failing_later_pass_is_reported_and_watching_goes_on(project: Path) ->
 def test_watch_refuses_json(project: Path) -> None:
     result = run_holodeck("ingest", "--watch", "--json", cwd=project)
     assert result.returncode == 2 and "--json" in result.stderr
+
+
+def test_watch_goes_on_past_names_the_watcher_cannot_read(tmp_path: Path) -> None:
+    """The file watcher cannot report a name that is not UTF-8: ``ingest --watch`` keeps
+    ingesting every change anyway, that file's and the others'."""
+    write(tmp_path / "agent.yaml", AGENT)
+    docs = tmp_path / "docs"
+    write_named(docs, b"r\xe9sum\xe9/rockets.md", ODD_FILES[b"r\xe9sum\xe9/rockets.md"][1])
+    write(docs / "pumps.md", "The bilge pump starts when water reaches ten centimetres.\n")
+    watcher = Watcher(tmp_path)
+    try:
+        watcher.wait_for("Watching docs for changes")
+        assert "kb: 2 new" in watcher.stderr()
+
+        write_named(docs, b"caf\xe9.md", ODD_FILES[b"caf\xe9.md"][1])
+        watcher.wait_for("kb: 1 new, 0 changed")
+        assert search_sources(tmp_path, "espresso machine pressure")[0] == "docs/caf\\xe9.md"
+
+        write(docs / "sails.md", "The mainsail is reefed when the wind passes 25 knots.\n")
+        watcher.wait_for("kb: 1 new, 0 changed", count=2)
+        assert search_sources(tmp_path, "When is the mainsail reefed?")[0] == "docs/sails.md"
+
+        os.unlink(os.path.join(os.fsencode(docs), b"caf\xe9.md"))
+        watcher.wait_for("1 removed")
+        assert watcher.stop(signal.SIGINT) == 0
+    finally:
+        watcher.kill()
+    logs = watcher.stderr()
+    assert logs.endswith("Stopped watching.\n") and "Traceback" not in logs, logs

@@ -71,6 +71,16 @@ def test_sources_match_project_or_tool_relative_paths_at_their_best_rank() -> No
     assert "docs/guides/scheduling.md (#1)" in failed.detail
 
 
+def test_sources_match_escaped_names_and_windows_separators() -> None:
+    """A case names an odd file as holodeck shows it (``caf\\xe9.md``); a backslash that is
+    not such an escape still reads as a Windows separator, ``\\n`` included."""
+    calls = [call("guides", "q", "caf\\xe9.md", "notes/new.md", "caf\\\\xe9.md")]
+    ranks = source_ranks(
+        ["docs/guides/caf\\xe9.md", "docs\\guides\\notes\\new.md", "caf\\\\xe9.md"], calls
+    )
+    assert list(ranks.values()) == [1, 2, 3]
+
+
 def test_content_ignores_case_and_line_breaks() -> None:
     text = "Without a retry block a job gets **3 attempts\nin   total**."
     assert check_content(["3 ATTEMPTS in total"], text, "the answer").passed
