@@ -20,6 +20,21 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+class OneLineFormatter(RedactingFormatter):
+    """A library's record as one line: its exception's type and message instead of the
+    traceback (which ``-v`` keeps), so a misbehaving server never floods the terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            record = logging.makeLogRecord(
+                {**record.__dict__, "exc_info": None, "exc_text": None, "stack_info": None}
+            )
+            record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
+            record.args = None
+        return super().format(record)
+
+
 class CurrentStderrHandler(logging.StreamHandler[TextIO]):
     """Writes to whatever ``sys.stderr`` is now, so a live progress bar can print above it."""
 
@@ -43,3 +58,24 @@ def setup_logging(level: int) -> None:
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
+    _libraries_say(level)
+
+
+#: Libraries whose warnings a user should see (the MCP SDK: a server that misbehaves).
+_LIBRARIES = ("mcp",)
+
+
+def _libraries_say(level: int) -> None:
+    """Their warnings and errors as one ``WARNING mcp: ...`` line each on stderr (the whole
+    record, traceback too, with ``-v``), instead of Python's bare last-resort output."""
+    debug = level <= logging.DEBUG
+    for name in _LIBRARIES:
+        logger = logging.getLogger(name)
+        for old in list(logger.handlers):
+            logger.removeHandler(old)
+        handler = CurrentStderrHandler()
+        fmt = "%(levelname)s %(name)s: %(message)s"
+        handler.setFormatter(RedactingFormatter(fmt) if debug else OneLineFormatter(fmt))
+        logger.addHandler(handler)
+        logger.setLevel(max(level, logging.WARNING))
+        logger.propagate = False

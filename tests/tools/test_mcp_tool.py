@@ -393,3 +393,40 @@ def test_an_interrupted_test_run_stops_its_server(
     # What ran is still reported (here: nothing did), as after any Ctrl-C of a run.
     assert "Interrupted: 0 cases of 1 ran, 1 did not" in stdout, stdout + stderr
     assert not alive(server)
+
+
+NOISY_SERVER = CALC_SERVER.replace("app.run()", 'print("calc server starting")\napp.run()')
+
+
+def test_a_server_writing_lines_that_are_not_json_is_one_warning_line(
+    tmp_path: Path, llm: FakeOpenAI
+) -> None:
+    """A stdio server that prints a banner on stdout: the call still works, and the SDK's
+    complaint is one warning line, its traceback only with -v."""
+    write(tmp_path / "calc_server.py", NOISY_SERVER)
+    calc = (
+        "  - name: calc\n    type: mcp\n    description: A calculator\n"
+        f"    command: {sys.executable}\n    args: [calc_server.py]\n    request_timeout: 60\n"
+    )
+    root = assistant(tmp_path, llm.url, calc)
+    with (root / "agent.yaml").open("a") as f:
+        f.write(
+            "test_cases:\n  - name: adds\n    input: What is 2 + 40?\n"
+            "    expected_tools: [calc]\n    expected_content: ['42']\n"
+        )
+    for verbose in ((), ("-v",)):
+        llm.chat.push(
+            tool_calls(("calc__add", {"a": 2, "b": 40})), quoting_tools("It is {result}.")
+        )
+        done = subprocess.run(  # its own process: stderr as a terminal shows it
+            [sys.executable, "-m", "holodeck", *verbose, "test"],
+            cwd=root,
+            env=holodeck_env(root),
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        said = [line for line in done.stderr.splitlines() if "Failed to parse JSONRPC" in line]
+        assert len(said) == 1, done.stderr
+        assert ("Traceback" in done.stderr) == bool(verbose), done.stderr
