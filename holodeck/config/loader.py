@@ -190,9 +190,9 @@ def _resolve_tool(
         database, origin = None, "default"
     return ResolvedTool(
         config=tool,
-        source=(root / tool.source).resolve()
-        if not Path(tool.source).is_absolute()
-        else Path(tool.source),
+        # as configured, a symlinked folder not resolved: it names the library's source
+        # (its owner record), and discovery reads only inside what it resolves to
+        source=Path(os.path.normpath(root / tool.source)),
         database=database,
         database_origin=origin,
         embedding_model=tool.embedding_model or default_embedding_model(agent),
