@@ -7,11 +7,15 @@ the structure of the file. The real environment wins over ``.env``. ``$${`` is a
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from holodeck.config.files import file_label, read_utf8
+from holodeck.errors import ConfigError
 
 _VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -26,15 +30,37 @@ class MissingVariable(Exception):
 
 
 def environment_for(project_root: Path) -> dict[str, str]:
-    """The variables visible to config files: ``<project>/.env`` overlaid by the real env."""
+    """The variables visible to config files: ``<project>/.env`` overlaid by the real env.
+
+    A ``.env`` that is not UTF-8, or has a line python-dotenv cannot read (which it would
+    skip with a warning naming neither the file nor the fix), is a ``ConfigError``.
+    """
     env: dict[str, str] = {}
     dotenv = project_root / ".env"
     if dotenv.is_file():
-        from dotenv import dotenv_values  # only for a project that has one
-
-        env.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
+        env.update(_read_dotenv(dotenv))
     env.update(os.environ)
     return env
+
+
+def _read_dotenv(path: Path) -> dict[str, str]:
+    """``NAME=value`` pairs of a ``.env``; a name alone sets nothing, as python-dotenv reads it."""
+    from dotenv import dotenv_values  # only for a project that has one
+    from dotenv.parser import parse_stream
+
+    name = file_label(path)
+    text = read_utf8(path, name).removeprefix("\ufeff")
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            written = binding.original.string  # from the blank lines before the statement
+            blank = written[: len(written) - len(written.lstrip())]
+            line = binding.original.line + blank.count("\n")
+            raise ConfigError(
+                f"{name}:{line}: not a NAME=value line; write NAME=value (in quotes if the "
+                'value has spaces or #: NAME="a b"), start a comment with #, or delete the line'
+            )
+    values = dotenv_values(stream=io.StringIO(text))
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def substitute(data: Any, env: Mapping[str, str], path: tuple[str | int, ...] = ()) -> Any:
