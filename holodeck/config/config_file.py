@@ -18,7 +18,7 @@ from typing import Any
 import pydantic
 import yaml
 
-from holodeck.bounded_yaml import YAMLLimitError, load_bounded
+from holodeck.bounded_yaml import DuplicateKeyError, YAMLLimitError, load_bounded
 from holodeck.config.compat import original_keys
 from holodeck.config.envsubst import MissingVariable, substitute
 from holodeck.config.files import home_dir as home_dir  # also read from here by chat
@@ -33,10 +33,12 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", r
 
 def _read_yaml(path: Path, label: str) -> tuple[Any, yaml.Node | None]:
     """The file's value and node tree; a ``ConfigError`` line for text that is not UTF-8,
-    not YAML, or over a limit."""
+    not YAML, over a limit, or with a key given twice in a mapping."""
     text = read_utf8(path, label)
     try:
-        return load_bounded(text)
+        return load_bounded(text, unique_keys=True)
+    except DuplicateKeyError as exc:
+        raise ConfigError(_twice(exc, label)) from None
     except YAMLLimitError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         raise ConfigError(f"{label}:{line}: {exc.problem}") from None
@@ -51,6 +53,20 @@ def _read_yaml(path: Path, label: str) -> tuple[Any, yaml.Node | None]:
         raise ConfigError(_unreadable_character(exc, text, label)) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{label}: invalid YAML: {exc}") from exc
+
+
+def _twice(exc: DuplicateKeyError, label: str) -> str:
+    """``file:line: path: given twice (lines 3 and 5)``; the columns when on one line."""
+    first, repeat = exc.context_mark, exc.problem_mark
+    assert first is not None and repeat is not None  # a DuplicateKeyError has both
+    if first.line == repeat.line:
+        where = f"line {repeat.line + 1}, columns {first.column + 1} and {repeat.column + 1}"
+    else:
+        where = f"lines {first.line + 1} and {repeat.line + 1}"
+    return (
+        f"{label}:{repeat.line + 1}: {dotted(exc.path)}: given twice ({where}); a key may "
+        "appear only once in a mapping: delete one of them"
+    )
 
 
 def _unreadable_character(exc: yaml.reader.ReaderError, text: str, label: str) -> str:
