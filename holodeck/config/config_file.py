@@ -20,7 +20,7 @@ import yaml
 
 from holodeck.bounded_yaml import DuplicateKeyError, YAMLLimitError, load_bounded
 from holodeck.config.compat import original_keys
-from holodeck.config.envsubst import MissingVariable, substitute
+from holodeck.config.envsubst import VariableError, substitute
 from holodeck.config.files import home_dir as home_dir  # also read from here by chat
 from holodeck.config.files import read_utf8
 from holodeck.config.yaml_lines import Loc, dotted, line_of
@@ -85,13 +85,9 @@ def _unreadable_character(exc: yaml.reader.ReaderError, text: str, label: str) -
 def _substitute(data: Any, env: dict[str, str], node: yaml.Node | None, label: str) -> Any:
     try:
         values = substitute(data, env)
-    except MissingVariable as exc:
+    except VariableError as exc:
         line = line_of(node, exc.path)
-        raise ConfigError(
-            f"{label}:{line}: {dotted(exc.path)}: environment variable {exc.name} is not set "
-            f"(export it, add it to .env next to the agent file, or write "
-            f"${{{exc.name}:-default}})"
-        ) from None
+        raise ConfigError(f"{label}:{line}: {dotted(exc.path)}: {exc.problem}") from None
     _remember_secrets(values)
     return values
 

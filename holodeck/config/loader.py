@@ -41,8 +41,8 @@ LOCAL_MODEL_NAMES = (
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 PROJECT_CONFIG = Path(".holodeck") / "config.yaml"
-#: The only form ``model.api_key`` may take.
-_ONE_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+#: The only forms ``model.api_key`` may take: ``${VAR}``, or ``${VAR:?message}`` (no default).
+_ONE_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::\?[^}$]*)?\}")
 log = logging.getLogger("holodeck.config")
 
 
@@ -272,8 +272,9 @@ def _global_db(
 def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label: str) -> None:
     """API keys come from the environment, never from config files (docs/contract.md).
 
-    So the value must be exactly one ``${VAR}``: a literal, a literal around a variable
-    (``sk-...${NOPE:-}``) or a default (``${KEY:-sk-...}``) would all keep a key in the file.
+    So the value must be exactly one ``${VAR}`` (or ``${VAR:?message}``, which only requires
+    it set): a literal, a literal around a variable (``sk-...${NOPE:-}``) or a default
+    (``${KEY:-sk-...}``) would all keep a key in the file.
     The value is never echoed: it may be the key.
     """
     for loc, model in _model_sections(data):
