@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import difflib
-import os
 import re
 import typing
 from pathlib import Path
@@ -19,9 +18,11 @@ from typing import Any
 import pydantic
 import yaml
 
-from holodeck.bounded_yaml import YAMLLimitError, load_bounded
+from holodeck.bounded_yaml import DuplicateKeyError, YAMLLimitError, load_bounded
 from holodeck.config.compat import original_keys
-from holodeck.config.envsubst import MissingVariable, substitute
+from holodeck.config.envsubst import VariableError, substitute
+from holodeck.config.files import home_dir as home_dir  # also read from here by chat
+from holodeck.config.files import read_utf8
 from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
 from holodeck.redact import redact_url, remember_connection_string, remember_secret
@@ -30,30 +31,14 @@ from holodeck.redact import redact_url, remember_connection_string, remember_sec
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
-def home_dir() -> Path:
-    """The user's home, from ``$HOME`` so tests and CI can point it elsewhere."""
-    return Path(os.environ.get("HOME") or Path.home())
-
-
-def _label(path: Path) -> str:
-    """How a file is named in messages: relative to the cwd when below it, ~ for home."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        pass
-    try:
-        return "~/" + path.resolve().relative_to(home_dir().resolve()).as_posix()
-    except ValueError:
-        return str(path)
-
-
 def _read_yaml(path: Path, label: str) -> tuple[Any, yaml.Node | None]:
+    """The file's value and node tree; a ``ConfigError`` line for text that is not UTF-8,
+    not YAML, over a limit, or with a key given twice in a mapping."""
+    text = read_utf8(path, label)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{label}: cannot read the file: {exc}") from exc
-    try:
-        return load_bounded(text)
+        return load_bounded(text, unique_keys=True)
+    except DuplicateKeyError as exc:
+        raise ConfigError(_twice(exc, label)) from None
     except YAMLLimitError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         raise ConfigError(f"{label}:{line}: {exc.problem}") from None
@@ -64,20 +49,45 @@ def _read_yaml(path: Path, label: str) -> tuple[Any, yaml.Node | None]:
             f"{label}:{line}: invalid YAML: {exc.problem or exc.context} (check the indentation "
             "and quoting)"
         ) from exc
+    except yaml.reader.ReaderError as exc:
+        raise ConfigError(_unreadable_character(exc, text, label)) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{label}: invalid YAML: {exc}") from exc
+
+
+def _twice(exc: DuplicateKeyError, label: str) -> str:
+    """``file:line: path: given twice (lines 3 and 5)``; the columns when on one line."""
+    first, repeat = exc.context_mark, exc.problem_mark
+    assert first is not None and repeat is not None  # a DuplicateKeyError has both
+    if first.line == repeat.line:
+        where = f"line {repeat.line + 1}, columns {first.column + 1} and {repeat.column + 1}"
+    else:
+        where = f"lines {first.line + 1} and {repeat.line + 1}"
+    return (
+        f"{label}:{repeat.line + 1}: {dotted(exc.path)}: given twice ({where}); a key may "
+        "appear only once in a mapping: delete one of them"
+    )
+
+
+def _unreadable_character(exc: yaml.reader.ReaderError, text: str, label: str) -> str:
+    """A character YAML does not allow (a control character, U+FFFE), by line and column."""
+    line = text.count("\n", 0, exc.position) + 1
+    column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+    code = int(exc.character)
+    kind = "control character" if code < 0x20 or 0x7F <= code <= 0x9F else "character"
+    escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return (
+        f"{label}:{line}: {kind} U+{code:04X} at column {column} is not allowed in YAML; "
+        f"delete it (or write it as {escape} in a double-quoted string)"
+    )
 
 
 def _substitute(data: Any, env: dict[str, str], node: yaml.Node | None, label: str) -> Any:
     try:
         values = substitute(data, env)
-    except MissingVariable as exc:
+    except VariableError as exc:
         line = line_of(node, exc.path)
-        raise ConfigError(
-            f"{label}:{line}: {dotted(exc.path)}: environment variable {exc.name} is not set "
-            f"(export it, add it to .env next to the agent file, or write "
-            f"${{{exc.name}:-default}})"
-        ) from None
+        raise ConfigError(f"{label}:{line}: {dotted(exc.path)}: {exc.problem}") from None
     _remember_secrets(values)
     return values
 

@@ -19,8 +19,9 @@ from typing import Any
 import yaml
 
 from holodeck.config.compat import adapt_agent, adapt_global
-from holodeck.config.config_file import _label, _read_yaml, _substitute, _validate, home_dir
+from holodeck.config.config_file import _read_yaml, _substitute, _validate
 from holodeck.config.envsubst import environment_for
+from holodeck.config.files import file_label, home_dir
 from holodeck.config.models import AgentConfig, GlobalConfig
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.vectorstore_tool import (
@@ -40,8 +41,8 @@ LOCAL_MODEL_NAMES = (
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 PROJECT_CONFIG = Path(".holodeck") / "config.yaml"
-#: The only form ``model.api_key`` may take.
-_ONE_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+#: The only forms ``model.api_key`` may take: ``${VAR}``, or ``${VAR:?message}`` (no default).
+_ONE_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::\?[^}$]*)?\}")
 log = logging.getLogger("holodeck.config")
 
 
@@ -91,7 +92,7 @@ class Project:
         """``agent.yaml:13: tools[0].function``: where a tool's key is written."""
         index = next(i for i, t in enumerate(self.agent.tools) if t.name == tool)
         loc: Loc = ("tools", index, *keys)
-        return f"{_label(self.agent_path)}:{line_of(self.node, loc)}: {dotted(loc)}"
+        return f"{file_label(self.agent_path)}:{line_of(self.node, loc)}: {dotted(loc)}"
 
     def tool(self, name: str) -> ResolvedTool:
         """The tool called ``name``, or a ConfigError listing the valid names."""
@@ -113,11 +114,11 @@ def load_project(agent_path: str | Path) -> Project:
     path = path.resolve()
     root = path.parent
     env = environment_for(root)
-    label = _label(path)
+    label = file_label(path)
     own = root / PROJECT_CONFIG.parent
     if own.exists() and not own.is_dir():
         raise ConfigError(
-            f"{_label(own)}: a file, not a folder; holodeck keeps the settings, id and local "
+            f"{file_label(own)}: a file, not a folder; holodeck keeps the settings, id and local "
             f"index of the project of {label} in {PROJECT_CONFIG.parent}/; rename or remove "
             "the file"
         )
@@ -254,7 +255,7 @@ def _global_db(
     """
     if not path.is_file():
         return None
-    label = _label(path)
+    label = file_label(path)
     data, node = _read_yaml(path, label)
     if data is None:
         return None
@@ -271,8 +272,9 @@ def _global_db(
 def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label: str) -> None:
     """API keys come from the environment, never from config files (docs/contract.md).
 
-    So the value must be exactly one ``${VAR}``: a literal, a literal around a variable
-    (``sk-...${NOPE:-}``) or a default (``${KEY:-sk-...}``) would all keep a key in the file.
+    So the value must be exactly one ``${VAR}`` (or ``${VAR:?message}``, which only requires
+    it set): a literal, a literal around a variable (``sk-...${NOPE:-}``) or a default
+    (``${KEY:-sk-...}``) would all keep a key in the file.
     The value is never echoed: it may be the key.
     """
     for loc, model in _model_sections(data):

@@ -19,8 +19,9 @@ from pydantic import field_validator
 from holodeck.config.base import StrictModel, require_unique_names
 from holodeck.config.cases import TestCase, Turn, unique_case_names
 from holodeck.config.compat import adapt_case_file
-from holodeck.config.config_file import _label, _read_yaml, _substitute, _validate
+from holodeck.config.config_file import _read_yaml, _substitute, _validate
 from holodeck.config.envsubst import environment_for
+from holodeck.config.files import file_label
 from holodeck.config.loader import Project
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.yaml_lines import Loc, dotted, line_of
@@ -68,7 +69,7 @@ class _Origin:
 
 def load_cases(project: Project) -> list[TestCase]:
     """All cases, inline first, then the file's; names unique, tools and arguments known."""
-    label = _label(project.agent_path)
+    label = file_label(project.agent_path)
     _, agent_node = _read_yaml(project.agent_path, label)
     found: list[tuple[TestCase, _Origin]] = [
         (case, _Origin(label, agent_node, ("test_cases", i)))
@@ -119,7 +120,7 @@ def load_cases(project: Project) -> list[TestCase]:
 
 def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
     """Parse and validate a cases file; errors name that file and line."""
-    label = _label(path)
+    label = file_label(path)
     data, node = _read_yaml(path, label)
     if data is None:
         raise ConfigError(f"{label}:1: the file is empty; it needs a list of test cases")
