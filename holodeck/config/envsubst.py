@@ -51,12 +51,12 @@ def environment_for(project_root: Path) -> dict[str, str]:
     env: dict[str, str] = {}
     dotenv = project_root / ".env"
     if dotenv.is_file():
-        env.update(_read_dotenv(dotenv))
+        env.update(read_dotenv(dotenv))
     env.update(os.environ)
     return env
 
 
-def _read_dotenv(path: Path) -> dict[str, str]:
+def read_dotenv(path: Path) -> dict[str, str]:
     """``NAME=value`` pairs of a ``.env``; a name alone sets nothing, as python-dotenv reads it."""
     from dotenv import dotenv_values  # only for a project that has one
     from dotenv.parser import parse_stream

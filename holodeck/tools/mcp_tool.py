@@ -26,13 +26,13 @@ from typing import Any, TextIO
 
 import httpx2
 import mcp_types as types
-from dotenv import dotenv_values
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from holodeck.config.envsubst import read_dotenv
 from holodeck.config.loader import Project
 from holodeck.config.tool_configs import McpToolConfig
 from holodeck.tools.callables import CallableTool, ToolError, ToolUnavailable, bounded
@@ -165,9 +165,10 @@ class McpServer:
         ``env_file`` first, ``env`` over it, and ``config`` as JSON in ``MCP_CONFIG``.
         """
         env: dict[str, str] = {}
-        if self.config.env_file:
-            values = dotenv_values(self.project.root / self.config.env_file)
-            env.update({k: v for k, v in values.items() if v is not None})
+        if self.config.env_file:  # read as the project's .env is: one line for a bad file
+            path = self.project.root / self.config.env_file
+            if path.is_file():
+                env.update(read_dotenv(path))
         env.update(self.config.env or {})
         if self.config.config is not None:
             env["MCP_CONFIG"] = json.dumps(self.config.config)

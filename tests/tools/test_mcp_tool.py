@@ -430,3 +430,25 @@ def test_a_server_writing_lines_that_are_not_json_is_one_warning_line(
         said = [line for line in done.stderr.splitlines() if "Failed to parse JSONRPC" in line]
         assert len(said) == 1, done.stderr
         assert ("Traceback" in done.stderr) == bool(verbose), done.stderr
+
+
+def test_an_env_file_that_is_not_utf8_is_one_line_naming_it(tmp_path: Path) -> None:
+    """An MCP server's ``env_file`` is read as the project's ``.env`` is: a Latin-1 file is
+    one ConfigError naming the file, its line and the fix (exit 2), not a codec message."""
+    from holodeck.config.loader import load_project
+    from holodeck.errors import ConfigError
+    from holodeck.tools.mcp_tool import McpServer
+
+    (tmp_path / ".env.mcp").write_bytes(b"TOKEN=ok\nCITY=caf\xe9\n")
+    write(tmp_path / "docs" / "a.md", "hello")
+    tool = (
+        "  - name: calc\n    type: mcp\n    description: A calculator\n"
+        f"    command: {sys.executable}\n    args: [calc_server.py]\n    env_file: .env.mcp\n"
+    )
+    root = assistant(tmp_path, "http://127.0.0.1:9", tool)
+    project = load_project(root / "agent.yaml")
+    config = next(t for t in project.agent.tools if t.name == "calc")
+    with pytest.raises(ConfigError) as refused:
+        McpServer(config, project)._environment()  # what the server process would get
+    assert f"{tmp_path}/.env.mcp:2: not UTF-8 text (byte 0xe9" in str(refused.value)
+    assert refused.value.exit_code == 2
