@@ -1,7 +1,8 @@
 """Errors a user can act on, each with the exit code the CLI returns for it.
 
 One home for the classes so the CLI maps them to exit codes in one place: 2 for a user's
-mistake (configuration, bad input), 3 for a runtime failure (ingestion, LLM, Redis lost).
+mistake (configuration, bad input) or a damaged index the user must rebuild, 3 for a runtime
+failure (ingestion, LLM, Redis lost).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ class ValidationError(ConfigError):
 
 class IngestError(HoloDeckError):
     """Ingestion could not finish; what is stored stays consistent and a re-run repairs it."""
+
+
+class DamagedIndex(HoloDeckError):
+    """The local index's database is damaged (SQLite says so): exit code 2, since no retry
+    helps; ``holodeck ingest --force-ingest`` moves it aside and rebuilds it."""
+
+    exit_code = 2
 
 
 class EmbeddingError(HoloDeckError, RuntimeError):

@@ -30,7 +30,7 @@ from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.config.loader import Project, ResolvedTool, load_project
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
-from holodeck.errors import ConfigError, IngestRunning
+from holodeck.errors import ConfigError, DamagedIndex, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.library import LibraryTarget, is_current
 from holodeck.ownership import check_readable
@@ -44,6 +44,7 @@ from holodeck.results import (
 from holodeck.retrieval.fusion import SearchMode
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.vectorstore.factory import open_index
+from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.store import VectorStore
 
@@ -237,18 +238,9 @@ class KnowledgeBase:
                 size,
                 size,
             )
-        from holodeck.ingest.pipeline import ingest_library  # only a tool that ingests
-
         store = self._open_store(rebuild_unreadable=force_ingest)
         try:
-            self.summary = ingest_library(
-                store,
-                self.embedder,
-                self._target(source),
-                force=force_ingest,
-                progress=progress,
-                wait=wait,
-            )
+            self.summary = self._ingest(store, source, force_ingest, progress, wait)
         except IngestRunning:
             if wait:
                 raise
@@ -259,6 +251,32 @@ class KnowledgeBase:
             self.summary = None
         self.is_initialized = True
         settle()
+
+    def _ingest(
+        self,
+        store: VectorStore,
+        source: Path,
+        force: bool,
+        progress: Progress | None,
+        wait: bool,
+    ) -> IngestSummary:
+        """``ingest_library`` of this tool; a forced one that finds the local database
+        damaged (damage SQLite's check of its pages cannot see, such as a stored text) moves
+        it aside and ingests again into a new one."""
+        from holodeck.ingest.pipeline import ingest_library  # only a tool that ingests
+
+        target = self._target(source)
+        try:
+            return ingest_library(
+                store, self.embedder, target, force=force, progress=progress, wait=wait
+            )
+        except DamagedIndex as exc:
+            if not force or not isinstance(store.adapter, LocalIndexAdapter):
+                raise
+            store.adapter.start_anew(exc)
+        return ingest_library(
+            store, self.embedder, target, force=True, progress=progress, wait=wait
+        )
 
     def is_current(self) -> bool:
         """Whether the index already holds the source as it is now (one ``stat`` per file,

@@ -102,6 +102,7 @@ PER_PROCESS_STATE = {
     "holodeck.redact": ("_secrets",),
     "holodeck.knowledge_base": ("_WARNED_CHUNK_SIZE", "_EMBEDDERS"),
     "holodeck.ownership": ("_WARNED_MOVED",),
+    "holodeck.vectorstore.sqlite.side_files": ("_sound",),
 }
 
 

@@ -2,9 +2,9 @@
 
 Commands live in their own modules and hold no ingestion or search logic: they parse flags,
 call the library and render. Every ``HoloDeckError`` becomes one line on stderr and its exit
-code (2 for a user's mistake); ``-v`` adds the traceback. ``-v`` and ``-q`` work before and
-after the command name alike (``holodeck -q ingest`` = ``holodeck ingest -q``), as in git,
-pip or ruff: every command gets them when it is looked up.
+code (2 for a user's mistake or a damaged index); ``-v`` adds the traceback. ``-v`` and
+``-q`` work before and after the command name alike (``holodeck -q ingest`` = ``holodeck
+ingest -q``), as in git, pip or ruff: every command gets them when it is looked up.
 """
 
 from __future__ import annotations

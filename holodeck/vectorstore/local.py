@@ -6,6 +6,11 @@ never sees another thread's open transaction); a file lock beside the database k
 ingests apart. Opening reads only the schema version and the index's model: vectors load on
 the first search. An ``index.npz`` of earlier releases is imported once (``sqlite.legacy``
 reads it; this module writes it, a one-way step).
+
+A database SQLite finds damaged is one line naming it and ``holodeck ingest --force-ingest``
+(``DamagedIndex``, exit 2); that ingest checks the database's pages first (``quick_check``),
+and a database found damaged then, or while it rebuilds, is moved aside (kept as
+``index.db.damaged-<time>``) and the tool ingested anew into a new one.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from holodeck.errors import ConfigError, IngestError, IngestRunning
+from holodeck.errors import ConfigError, DamagedIndex, IngestError, IngestRunning
 from holodeck.vectorstore.sqlite.index import SqliteIndexAdapter
 from holodeck.vectorstore.sqlite.legacy import LEGACY_FILE, mark_imported, read_npz
 from holodeck.vectorstore.sqlite.schema import NewerIndexError, migrate
@@ -27,6 +32,29 @@ from holodeck.vectorstore.sqlite.schema import NewerIndexError, migrate
 log = logging.getLogger("holodeck.vectorstore")
 
 DB_FILE = "index.db"
+#: SQLite's result codes for a damaged database: malformed, not a database at all.
+_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a failed SQLite call means the database file is damaged: SQLite found it
+    malformed or not a database, or a text in it (or SQLite's message quoting one) is not the
+    UTF-8 holodeck wrote."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):  # SQLite's own failure: its code says (extended codes too)
+        return code & 0xFF in _DAMAGE_CODES
+    text = str(exc).lower()  # raised by Python's sqlite3 module, or by the checks here
+    return any(sign in text for sign in ("malformed", "not a database", "decode to utf-8"))
+
+
+def _damage_reason(exc: BaseException) -> str:
+    """What SQLite found, in words (a text that is not UTF-8 is not quoted)."""
+    text = str(exc)
+    if isinstance(exc, UnicodeDecodeError) or "decode to utf-8" in text.lower():
+        return "a text stored in it is not valid UTF-8"
+    return text
 
 
 class LocalIndexAdapter(SqliteIndexAdapter):
@@ -57,8 +85,10 @@ class LocalIndexAdapter(SqliteIndexAdapter):
                 self._connections.append(db)
         return db
 
-    def _failure(self, exc: sqlite3.Error) -> IngestError:
+    def _failure(self, exc: Exception) -> IngestError | DamagedIndex:
         """One line naming the index and the fix."""
+        if is_damage(exc):
+            return self._damaged(exc)
         text = str(exc)
         if "locked" in text.lower() or "busy" in text.lower():
             return IngestError(
@@ -89,11 +119,16 @@ class LocalIndexAdapter(SqliteIndexAdapter):
             raise ConfigError(f"{self.folder}: cannot make the local index here: {why}") from None
         try:
             self._prepare()
-        except (sqlite3.DatabaseError, NewerIndexError) as exc:
+            if rebuild_unreadable:  # a forced rebuild must not stop on a damaged page later
+                self._check_pages()
+        except (sqlite3.DatabaseError, UnicodeDecodeError, NewerIndexError) as exc:
+            if not (isinstance(exc, NewerIndexError) or is_damage(exc)):
+                raise self._failure(exc) from exc  # locked, no permission: not the file's fault
             if not rebuild_unreadable:
                 raise self._unreadable(exc) from exc
-            self._set_aside(exc)
-            self._prepare()
+            with self._file_lock(60.0, "another holodeck process using this index"):
+                self._set_aside(exc)
+                self._prepare()
         legacy = self.folder / LEGACY_FILE
         if legacy.is_file():
             with self._file_lock(60.0, "another holodeck process using this index"):
@@ -131,24 +166,63 @@ class LocalIndexAdapter(SqliteIndexAdapter):
         db.execute("PRAGMA journal_mode = WAL")
         migrate(db)
 
-    def _unreadable(self, exc: Exception) -> IngestError:
-        if isinstance(exc, NewerIndexError):
-            why = f"it was written by a newer holodeck (schema {exc})"
-            fix = "upgrade holodeck, or run `holodeck ingest --force-ingest` to rebuild it"
-        else:
-            why = f"it cannot be read ({exc})"
-            fix = "run `holodeck ingest --force-ingest` to rebuild it"
+    def _check_pages(self) -> None:
+        """SQLite's check of every page of the database (``PRAGMA quick_check``); raises
+        ``sqlite3.DatabaseError`` when it finds one damaged."""
+        found = [row[0] for row in self._db().execute("PRAGMA quick_check")]
+        if found != ["ok"]:
+            raise sqlite3.DatabaseError(f"database disk image is malformed ({found[0]})")
+
+    def _unreadable(self, exc: Exception) -> IngestError | DamagedIndex:
+        if not isinstance(exc, NewerIndexError):
+            return self._damaged(exc)
+        why = f"it was written by a newer holodeck (schema {exc})"
+        fix = "upgrade holodeck, or run `holodeck ingest --force-ingest` to rebuild it"
         return IngestError(f"{self.path}: the local index is unusable: {why}; {fix}")
 
-    def _set_aside(self, exc: Exception) -> None:
-        """Move an unusable database out of the way (kept, never deleted) to start anew."""
+    def _damaged(self, exc: BaseException) -> DamagedIndex:
+        return DamagedIndex(
+            f"{self.path}: the local index is damaged ({_damage_reason(exc)}); run "
+            "`holodeck ingest --force-ingest` to move it aside and rebuild it from the "
+            "source files"
+        )
+
+    def start_anew(self, damaged: DamagedIndex) -> None:
+        """Move the database aside (kept) and continue on a new, empty one in its place:
+        what ``--force-ingest`` does with a database found damaged while it rebuilds."""
+        with self._file_lock(60.0, "another holodeck process using this index"):
+            self._set_aside(damaged.__cause__ or damaged)
+            self._prepare()
+        self._forget_searches()
+        self._info = self._read_info()
+
+    def _set_aside(self, exc: BaseException) -> None:
+        """Move an unusable database out of the way (kept, never deleted) to start anew: as
+        ``index.db.damaged-<time>``, or ``.unusable-<time>`` when a newer holodeck wrote it."""
         self.close()
-        aside = self.path.with_name(f"{DB_FILE}.unusable-{time.strftime('%Y%m%d-%H%M%S')}")
+        kind = "unusable" if isinstance(exc, NewerIndexError) else "damaged"
+        stem = f"{DB_FILE}.{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+        aside = self.path.with_name(stem)
+        n = 1
+        while any(Path(f"{aside}{suffix}").exists() for suffix in ("", "-wal", "-shm")):
+            n += 1  # never over one set aside before
+            aside = self.path.with_name(f"{stem}-{n}")
         for suffix in ("", "-wal", "-shm"):
             part = Path(f"{self.path}{suffix}")
             if part.exists():
                 part.rename(f"{aside}{suffix}")
-        log.warning("The local index %s was unusable (%s); moved it to %s", self.path, exc, aside)
+        if kind == "damaged":
+            log.warning(
+                "The local index %s is damaged (%s); moved it to %s and rebuilding it from "
+                "the source files",
+                self.path,
+                _damage_reason(exc),
+                aside,
+            )
+        else:
+            log.warning(
+                "The local index %s was unusable (%s); moved it to %s", self.path, exc, aside
+            )
 
     @contextmanager
     def _file_lock(self, timeout: float, holder: str) -> Iterator[None]:

@@ -7,14 +7,17 @@ from __future__ import annotations
 import logging
 import random
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
+from damage import flip_bytes
 from test_keyword_pruning import record
 
 from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, DocState, chunk_id_for
 from holodeck.vectorstore.sqlite import postings as sqlite_postings
+from holodeck.vectorstore.sqlite import side_files
 from holodeck.vectorstore.sqlite.fulltext import TermCounts, keyword_search
 from holodeck.vectorstore.store import VectorStore
 
@@ -151,7 +154,9 @@ def test_rows_added_deleted_and_moved_since_the_file_are_searched_exactly(
     assert_same(answers(store, from_file=True), fts5)
 
 
-@pytest.mark.parametrize("damage", ["missing", "cut short", "another index's"])
+@pytest.mark.parametrize(
+    "damage", ["bytes flipped, size kept", "missing", "cut short", "another index's"]
+)
 def test_a_missing_or_damaged_file_is_never_trusted_and_the_next_ingest_rewrites_it(
     store: VectorStore, tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -159,7 +164,12 @@ def test_a_missing_or_damaged_file_is_never_trusted_and_the_next_ingest_rewrites
     fts5 = answers(store, from_file=False)
     (name,) = files(adapter.folder)
     path = adapter.folder / name
-    if damage == "missing":
+    running = VectorStore(LocalIndexAdapter(adapter.folder))  # a process that trusts the file
+    assert_same(answers(running, from_file=True), fts5)
+    if damage == "bytes flipped, size kept":  # as a failing disk or a stray write leaves it
+        size = path.stat().st_size
+        assert flip_bytes(path) > 0 and path.stat().st_size == size
+    elif damage == "missing":
         path.unlink()
     elif damage == "cut short":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
@@ -172,7 +182,12 @@ def test_a_missing_or_damaged_file_is_never_trusted_and_the_next_ingest_rewrites
     with caplog.at_level(logging.WARNING, logger="holodeck"):
         reader = VectorStore(LocalIndexAdapter(adapter.folder))
         assert_same(answers(reader, from_file=True), fts5)  # FTS5 alone: never a wrong answer
-    assert [m for m in caplog.messages if "does not match the database" in m]
+    warned = [m for m in caplog.messages if "does not match the database" in m]
+    assert len(warned) == 1 and name in warned[0], caplog.messages
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="holodeck"):  # looked at before each search
+        assert_same(answers(running, from_file=True), fts5)
+    assert [m for m in caplog.messages if "does not match the database" in m] == warned
     reader.flush()
     (fresh,) = files(adapter.folder)
     assert fresh != name
@@ -181,6 +196,59 @@ def test_a_missing_or_damaged_file_is_never_trusted_and_the_next_ingest_rewrites
     with adapter_of(again).reading() as db:
         assert adapter_of(again)._keywords.view(db) is not None
     assert_same(answers(again, from_file=True), fts5)
+
+
+def test_an_untouched_file_is_trusted_by_its_stamp_and_a_touched_one_read_whole_once(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = adapter_of(store)
+    fts5 = answers(store, from_file=False)
+    read_whole: list[str] = []
+    checksum = side_files.checksum
+
+    def counted(path: Path) -> int:
+        read_whole.append(path.name)
+        return checksum(path)
+
+    monkeypatch.setattr(side_files, "checksum", counted)
+    (name,) = files(adapter.folder)
+    assert_same(answers(VectorStore(LocalIndexAdapter(adapter.folder)), from_file=True), fts5)
+    assert read_whole == []  # as written: trusted on its stamp
+
+    copy = adapter.folder.parent / "copy"
+    shutil.copytree(adapter.folder, copy)  # another inode and times: each file read whole
+    copied = VectorStore(LocalIndexAdapter(copy))
+    with adapter_of(copied).reading() as db:
+        assert adapter_of(copied)._keywords.view(db) is not None  # sound: trusted
+    assert_same(answers(copied, from_file=True), fts5)
+    assert read_whole == [name]  # once for the process
+    copied.flush()  # the next ingest records the copy's stamp
+    assert files(copy) == [name]
+    assert read_whole == [name]  # (this process found it sound already)
+    with sqlite3.connect(copy / "index.db") as db:
+        (stamp,) = db.execute("SELECT stamp FROM keyword_files").fetchone()
+    assert stamp == side_files.stamp_of((copy / name).stat())  # any process trusts it unread
+
+
+def test_a_file_without_a_checksum_is_not_trusted_and_the_next_ingest_rewrites_it(
+    store: VectorStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As an upgrade finds the file of a version that recorded no checksum."""
+    adapter = adapter_of(store)
+    fts5 = answers(store, from_file=False)
+    (name,) = files(adapter.folder)
+    with sqlite3.connect(adapter.folder / "index.db") as db:
+        db.execute("UPDATE keyword_files SET checksum = NULL")
+    with caplog.at_level(logging.WARNING, logger="holodeck"):
+        reader = VectorStore(LocalIndexAdapter(adapter.folder))
+        assert_same(answers(reader, from_file=True), fts5)
+        with adapter_of(reader).reading() as db:
+            assert adapter_of(reader)._keywords.view(db) is None
+    assert [m for m in caplog.messages if "no checksum was recorded" in m]
+    reader.flush()
+    (fresh,) = files(adapter.folder)
+    assert fresh != name
+    assert_same(answers(VectorStore(LocalIndexAdapter(adapter.folder)), from_file=True), fts5)
 
 
 def test_a_rebuilt_index_forgets_the_file(store: VectorStore) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from rankings import assert_same_ranking
 
-from holodeck.errors import IngestError
+from holodeck.errors import DamagedIndex, IngestError
 from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
 from holodeck.vectorstore.sqlite import query as sqlite_query
@@ -254,15 +254,16 @@ def test_a_damaged_or_newer_database_is_named_and_force_rebuilds_it(tmp_path: Pa
     (folder / "index.db").write_bytes(b"this is not a database" * 100)
     for suffix in ("-wal", "-shm"):
         Path(f"{folder / 'index.db'}{suffix}").unlink(missing_ok=True)
-    with pytest.raises(IngestError) as err:
+    with pytest.raises(DamagedIndex) as damaged:
         LocalIndexAdapter(folder)
-    assert str(folder / "index.db") in str(err.value) and "--force-ingest" in str(err.value)
+    assert str(folder / "index.db") in str(damaged.value)
+    assert "--force-ingest" in str(damaged.value)
 
     store = VectorStore(LocalIndexAdapter(folder, rebuild_unreadable=True))
     assert store.count("t", "kb") == 0
     write(store, "t", "a.md", ["alpha"], seed=1)
     assert store.count("t", "kb") == 1
-    assert list(folder.glob("index.db.unusable-*"))
+    assert list(folder.glob("index.db.damaged-*"))
 
 
 def test_a_full_disk_keeps_the_last_committed_document_and_names_the_folder(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from damage import flip_bytes
 from rankings import assert_same_ranking
 from test_local_index import DIMS, unit, write
 
@@ -26,6 +28,7 @@ from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.memory import MemoryIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters
 from holodeck.vectorstore.sqlite import codes as sqlite_codes
+from holodeck.vectorstore.sqlite import side_files
 from holodeck.vectorstore.sqlite import vector_file as sqlite_vector_file
 from holodeck.vectorstore.store import VectorStore
 
@@ -163,20 +166,21 @@ def test_a_file_is_patched_while_its_lists_suit_the_library_and_rebuilt_after(
     assert_alike(answers(VectorStore(LocalIndexAdapter(pair.folder))), answers(pair.exact))
 
 
-@pytest.mark.parametrize("kind", ["usearch", "ivf without codes"])
+@pytest.mark.parametrize("kind", ["usearch", "ivf without codes", "ivf without a checksum"])
 def test_an_earlier_versions_file_is_not_read_and_the_next_ingest_replaces_it(
     pair: Pair, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import sqlite3
-
     (name,) = pair.files()
     if kind == "usearch":  # as an upgrade finds an HNSW file
         old = name.replace(sqlite_vector_file.FILE_SUFFIX, ".usearch")
         (pair.folder / name).rename(pair.folder / old)
         with sqlite3.connect(pair.folder / "index.db") as db:
             db.execute("UPDATE vector_files SET file = ?", (old,))
-    else:  # as an upgrade finds the inverted file of a version without codes
+    elif kind == "ivf without codes":  # as an upgrade finds the file of a version without codes
         sqlite_codes.path_of(pair.folder / name).unlink()
+    else:  # as an upgrade finds the files of a version that recorded no checksum
+        with sqlite3.connect(pair.folder / "index.db") as db:
+            db.execute("UPDATE vector_files SET checksum = NULL, codes_checksum = NULL")
     with caplog.at_level(logging.WARNING, logger="holodeck"):
         reader = VectorStore(LocalIndexAdapter(pair.folder))
         assert_alike(answers(reader), answers(pair.exact))
@@ -184,6 +188,43 @@ def test_an_earlier_versions_file_is_not_read_and_the_next_ingest_replaces_it(
     pair.local.flush()
     assert len(pair.files()) == 1 and pair.files()[0].endswith(sqlite_vector_file.FILE_SUFFIX)
     assert_alike(answers(VectorStore(LocalIndexAdapter(pair.folder))), answers(pair.exact))
+
+
+def test_an_untouched_file_is_trusted_by_its_stamp_and_a_touched_one_read_whole_once(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A process opening the file reads it whole only when its stamp (size, times, inode)
+    is not the one recorded: a copy or a restore is read whole once a process, until the
+    next ingest records its stamp."""
+    read_whole: list[str] = []
+    checksum = side_files.checksum
+
+    def counted(path: Path) -> int:
+        read_whole.append(path.name)
+        return checksum(path)
+
+    monkeypatch.setattr(side_files, "checksum", counted)
+    (name,) = pair.files()
+    reader = VectorStore(LocalIndexAdapter(pair.folder))
+    assert_alike(answers(reader), answers(pair.exact))
+    assert reader.adapter.stats("t", "kb")["algorithm"] == "IVF"
+    assert read_whole == []  # as written: trusted on its stamp
+
+    path = pair.folder / name
+    path.write_bytes(path.read_bytes())  # the same bytes written again: a new stamp
+    with caplog.at_level(logging.WARNING, logger="holodeck"):
+        touched = VectorStore(LocalIndexAdapter(pair.folder))
+        assert_alike(answers(touched), answers(pair.exact))
+        assert touched.adapter.stats("t", "kb")["algorithm"] == "IVF"
+    assert read_whole == [name]  # read whole once, found sound, trusted
+    assert not [m for m in caplog.messages if "does not match" in m]
+
+    pair.local.flush()  # the next ingest: the file kept, its new stamp recorded
+    assert pair.files() == [name]
+    assert read_whole == [name]  # (this process found it sound already)
+    with sqlite3.connect(pair.folder / "index.db") as db:
+        (stamp,) = db.execute("SELECT stamp FROM vector_files").fetchone()
+    assert stamp == side_files.stamp_of(path.stat())  # what any process now trusts unread
 
 
 def test_a_library_that_shrinks_goes_back_to_exact_search(pair: Pair) -> None:
@@ -205,7 +246,9 @@ def test_a_rebuilt_index_forgets_its_file(pair: Pair) -> None:
 
 
 @pytest.mark.parametrize("which", ["index", "codes"])
-@pytest.mark.parametrize("damage", ["truncated", "deleted", "another library's"])
+@pytest.mark.parametrize(
+    "damage", ["bytes flipped, size kept", "truncated", "deleted", "another library's"]
+)
 def test_a_damaged_file_is_never_trusted_and_the_next_ingest_rebuilds_it(
     pair: Pair, damage: str, which: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -213,7 +256,12 @@ def test_a_damaged_file_is_never_trusted_and_the_next_ingest_rebuilds_it(
     path = pair.folder / name
     if which == "codes":
         path = sqlite_codes.path_of(path)
-    if damage == "truncated":
+    running = VectorStore(LocalIndexAdapter(pair.folder))  # a process that trusts the file
+    assert_alike(answers(running), answers(pair.exact))
+    if damage == "bytes flipped, size kept":  # as a failing disk or a stray write leaves it
+        size = path.stat().st_size
+        assert flip_bytes(path) > 0 and path.stat().st_size == size
+    elif damage == "truncated":
         path.write_bytes(path.read_bytes()[:300])
     elif damage == "deleted":
         path.unlink()
@@ -228,7 +276,15 @@ def test_a_damaged_file_is_never_trusted_and_the_next_ingest_rebuilds_it(
     with caplog.at_level(logging.WARNING, logger="holodeck"):
         reader = VectorStore(LocalIndexAdapter(pair.folder))
         assert_alike(answers(reader), answers(pair.exact))  # exact search, never a wrong answer
-    assert [m for m in caplog.messages if "does not match the database" in m]
+        assert reader.adapter.stats("t", "kb")["algorithm"] == "FLAT"  # not the file's IVF
+    named = path.name if damage == "bytes flipped, size kept" else name
+    warned = [m for m in caplog.messages if "does not match the database" in m]
+    assert len(warned) == 1 and named in warned[0], caplog.messages
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="holodeck"):  # looked at before each search
+        assert_alike(answers(running), answers(pair.exact))
+        assert running.adapter.stats("t", "kb")["algorithm"] == "FLAT"
+    assert [m for m in caplog.messages if "does not match the database" in m] == warned
     pair.local.flush()
     assert len(pair.files()) == 1 and pair.files() != [name]
     fresh = VectorStore(LocalIndexAdapter(pair.folder))

@@ -62,12 +62,18 @@ class SqliteIndexAdapter:
     def __init__(self, folder: Path | None = None) -> None:
         """``folder``: where approximate vector index files may live (None: exact only)."""
         self._info: IndexInfo | None = None
-        self._vectors = VectorIndex(self, self._dims, self._reread_info, folder)
+        self._side_folder = folder
         self._batching = threading.local()  # .active: this thread is inside batch()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._forget_searches()
+
+    def _forget_searches(self) -> None:
+        """Start the search sides' per-process state anew (what they loaded, opened and
+        counted): for a database replaced under this adapter."""
+        self._vectors = VectorIndex(self, self._dims, self._reread_info, self._side_folder)
         self._term_counts = sqlite_fulltext.TermCounts()
-        self._keywords = KeywordFile(self, folder)
+        self._keywords = KeywordFile(self, self._side_folder)
 
     def library_lock(
         self, tenant_id: str, library_id: str, timeout: float
@@ -85,7 +91,7 @@ class SqliteIndexAdapter:
         """This thread's connection; SQLite failures become one line naming the index."""
         try:
             yield self._db()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged text, or a message
             raise self._failure(exc) from exc
 
     def _db(self) -> sqlite3.Connection:
@@ -111,7 +117,7 @@ class SqliteIndexAdapter:
                 self._pool.shutdown(wait=True)
                 self._pool = None
 
-    def _failure(self, exc: sqlite3.Error) -> Exception:
+    def _failure(self, exc: Exception) -> Exception:
         """The error a user sees for a failed SQLite call."""
         return IngestError(f"the index failed: {exc}")
 
@@ -477,7 +483,8 @@ class SqliteIndexAdapter:
 
     def stats(self, tenant_id: str, library_id: str) -> dict[str, Any]:
         """Documents and chunks of one library; exact cosine search (FLAT), or IVF once the
-        library has an approximate index file (its candidates re-scored exactly)."""
+        library has an approximate index file its searches trust (its candidates re-scored
+        exactly)."""
         with self.reading() as db:
             lib = self._lib(db, tenant_id, library_id)
             documents = 0
@@ -485,7 +492,7 @@ class SqliteIndexAdapter:
                 documents = db.execute(
                     "SELECT count(*) FROM documents WHERE lib = ?", (lib,)
                 ).fetchone()[0]
-        approximate = lib is not None and lib in self._vectors.file_names()
+        approximate = lib is not None and self._vectors.file_in_use(lib) is not None
         return {
             "backend": self.backend,
             "url": None,

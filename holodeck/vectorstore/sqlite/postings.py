@@ -16,8 +16,9 @@ written at an ingest's last step under a new name, recorded in ``keyword_files``
 point of ``chunks`` and ``changes`` it covers, the old file deleted after. What it lacks is
 taken from SQLite exactly: rows added since are scored by FTS5 (their row ids are higher than
 any in the file), rows deleted since (the ``changes`` log) are left out, and each term's
-count of rows is corrected for both. A file that is missing, unreadable or not what was
-recorded is never trusted: searches use FTS5 alone, and the next ingest writes it anew.
+count of rows is corrected for both. A file that is missing, changed since it was written
+(its seal: ``side_files``), unreadable or not what was recorded is never trusted: searches
+use FTS5 alone, and the next ingest writes it anew.
 
 This module holds which file a search trusts, its upkeep and the scoring; the file's
 bytes, read out of FTS5 and memory-mapped back, are ``postings_file``'s.
@@ -44,9 +45,13 @@ from holodeck.vectorstore.sqlite.query import Reader, in_snapshot
 from holodeck.vectorstore.sqlite.schema import FTS_TOKENIZER
 from holodeck.vectorstore.sqlite.side_files import (
     SEQS,
+    Checked,
+    Seal,
+    check_seal,
     out_of_reach,
     remove_strays,
     save_whole,
+    unchanged,
 )
 
 log = logging.getLogger("holodeck.vectorstore")
@@ -65,7 +70,7 @@ _TERMS_KEPT = 65_536
 #: What ``KeywordFile.term`` says of a term FTS5 reads as several tokens.
 NOT_ONE_TOKEN = -1
 
-_FILE = "SELECT file, chunk_seq, change_seq, rows, postings FROM keyword_files"
+_FILE = "SELECT file, chunk_seq, change_seq, rows, postings, checksum, stamp FROM keyword_files"
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class FileRow:
     change_seq: int  # ... as it stood after this change
     rows: int  # chunks it holds
     postings: int  # (term, row) pairs it holds
+    seal: Seal | None  # the file's, as written (None: an earlier version's file)
 
 
 @dataclass
@@ -137,7 +143,8 @@ class KeywordFile:
         self._reader = reader
         self._folder = folder
         self._lock = threading.Lock()
-        self._opened: tuple[FileRow, PostingsFile] | None = None
+        #: The file opened: its row, the file, and what its seal's check found.
+        self._opened: tuple[FileRow, PostingsFile, Checked] | None = None
         self._view: tuple[tuple[Any, ...], View | None] | None = None
         self._warned: set[str] = set()
         self._tokens = Tokens()
@@ -149,7 +156,7 @@ class KeywordFile:
             return None
         state = _state(db)
         with self._lock:
-            if self._view is not None and self._view[0] == state:
+            if self._view is not None and self._view[0] == state and self._unchanged():
                 return self._view[1]
         row = _file_row(db)
         view = None
@@ -192,11 +199,15 @@ class KeywordFile:
         """The recorded file, memory-mapped, or None and why it cannot be trusted."""
         assert self._folder is not None
         with self._lock:
-            if self._opened is not None and self._opened[0] == row:
+            if self._opened is not None and self._opened[0] == row and self._unchanged():
                 return self._opened[1], ""
+            self._opened, self._terms = None, {}
         why = out_of_reach(db, row.chunk_seq, row.change_seq)
         if why:
             return None, why
+        checked = check_seal(self._folder / row.file, row.seal)
+        if checked.why:  # its bytes are not the ones written: not even parsed
+            return None, checked.why
         try:
             file = PostingsFile(self._folder / row.file)
         except (OSError, ValueError, KeyError) as exc:
@@ -207,8 +218,15 @@ class KeywordFile:
                 f"the database says {row.rows:,} and {row.postings:,}"
             )
         with self._lock:
-            self._opened, self._terms = (row, file), {}
+            self._opened, self._terms = (row, file, checked), {}
         return file, ""
+
+    def _unchanged(self) -> bool:
+        """Whether the file opened is still as it was found sound (one ``stat``: a write
+        would reach its mapped pages). Under the lock."""
+        assert self._folder is not None
+        opened = self._opened
+        return opened is None or unchanged(self._folder / opened[0].file, opened[2].stamp)
 
     def file_name(self) -> str | None:
         with self._reader.reading() as db:
@@ -227,11 +245,20 @@ class KeywordFile:
                 db.execute("DELETE FROM keyword_files")
         elif action == "write":
             self._write(writing)
+        elif action == "restamp":
+            with self._lock:
+                assert self._opened is not None
+                row, _, checked = self._opened
+            with writing() as db:  # the same bytes, stamped anew (a copy, a restore)
+                db.execute(
+                    "UPDATE keyword_files SET stamp = ? WHERE file = ?", (checked.restamp, row.file)
+                )
         named = set() if action == "drop" else {self.file_name()}
         remove_strays(self._folder, FILE_PREFIX, FILE_SUFFIX, {n for n in named if n})
 
     def _plan(self, db: sqlite3.Connection) -> str | None:
-        """``write``, ``drop`` or None (the file is good as it is, or there is none to be)."""
+        """``write``, ``drop``, ``restamp`` (its bytes sound, its stamp changed) or None (the
+        file is good as it is, or there is none to be)."""
         total = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
         row = _file_row(db)
         if row is None:
@@ -244,7 +271,11 @@ class KeywordFile:
             return "write"
         added = db.execute("SELECT count(*) FROM chunks WHERE id > ?", (row.chunk_seq,))
         changed = added.fetchone()[0] + _deleted(db, row).size
-        return "write" if changed >= max(REWRITE_MIN_ROWS, row.rows * REWRITE_SHARE) else None
+        if changed >= max(REWRITE_MIN_ROWS, row.rows * REWRITE_SHARE):
+            return "write"
+        with self._lock:
+            restamp = self._opened is not None and self._opened[2].restamp is not None
+        return "restamp" if restamp else None
 
     def _write(self, writing: Callable[[], AbstractContextManager[sqlite3.Connection]]) -> None:
         """Read every term's rows out of FTS5 into a new file, then record it."""
@@ -255,14 +286,15 @@ class KeywordFile:
             self._reader,
             lambda db: (dict(db.execute(SEQS).fetchall()), read_postings(db, POSTINGS_MIN_ROWS)),
         )
-        save_whole(lambda path: save(path, arrays, rows), self._folder, name)
+        seal = save_whole(lambda path: save(path, arrays, rows), self._folder, name)
         with writing() as db:  # the file is whole on disk before the database names it
             db.execute("DELETE FROM keyword_files")
             db.execute(
-                "INSERT INTO keyword_files VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO keyword_files (file, chunk_seq, change_seq, rows, postings, "
+                "checksum, stamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     name, int(seqs.get("chunks", 0)), int(seqs.get("changes", 0)), rows,
-                    int(arrays["docs"].size),
+                    int(arrays["docs"].size), seal.checksum, seal.stamp,
                 ),
             )  # fmt: skip
         log.debug("Wrote %s: %d rows, %d postings", name, rows, arrays["docs"].size)
@@ -337,7 +369,11 @@ def _state(db: sqlite3.Connection) -> tuple[Any, ...]:
 
 def _file_row(db: sqlite3.Connection) -> FileRow | None:
     row = db.execute(_FILE).fetchone()
-    return None if row is None else FileRow(*row)
+    if row is None:
+        return None
+    file, chunk_seq, change_seq, rows, postings, checksum, stamp = row
+    seal = None if checksum is None else Seal(checksum, stamp)
+    return FileRow(file, chunk_seq, change_seq, rows, postings, seal)
 
 
 def _deleted(db: sqlite3.Connection, row: FileRow) -> np.ndarray:

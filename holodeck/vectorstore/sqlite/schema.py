@@ -10,9 +10,9 @@ ancestor id, content, metadata), ``vectors`` (float32 BLOBs, searched by numpy i
 ``documents`` (per-document state), ``chunks_fts`` (FTS5 over the words and identifiers of each
 chunk's heading path and text, kept in step by the adapter), ``changes`` (ids of vectors
 deleted or moved, so a reader's in-memory matrix follows the change instead of reloading),
-``vector_files`` (each large library's approximate index file and the point of ``chunks``
-and ``changes`` it covers: ``vectors``), ``keyword_files`` (the same for a large
-index's postings file: ``postings``) and ``meta`` (the model and dimensions of
+``vector_files`` (each large library's approximate index file, the point of ``chunks``
+and ``changes`` it covers and its seal: ``vectors``, ``side_files``), ``keyword_files`` (the
+same for a large index's postings file: ``postings``) and ``meta`` (the model and dimensions of
 the index).
 """
 
@@ -268,3 +268,16 @@ def m007_chunk_ids_by_place(db: sqlite3.Connection) -> None:
     if seq is not None:  # ids are never reused, also past the last row deleted
         db.execute("DELETE FROM sqlite_sequence WHERE name = 'chunks'")
         db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('chunks', ?)", seq)
+
+
+@migration
+def m008_side_file_seals(db: sqlite3.Connection) -> None:
+    # Each file's seal (side_files.Seal): its CRC-32 as written and its stamp then (size,
+    # times, inode), so a damaged file is never trusted; a vector file's codes have their
+    # own. Files recorded before have none (NULL) and are rebuilt by the next ingest.
+    db.execute("ALTER TABLE vector_files ADD COLUMN checksum INTEGER")
+    db.execute("ALTER TABLE vector_files ADD COLUMN stamp TEXT")
+    db.execute("ALTER TABLE vector_files ADD COLUMN codes_checksum INTEGER")
+    db.execute("ALTER TABLE vector_files ADD COLUMN codes_stamp TEXT")
+    db.execute("ALTER TABLE keyword_files ADD COLUMN checksum INTEGER")
+    db.execute("ALTER TABLE keyword_files ADD COLUMN stamp TEXT")

@@ -1,7 +1,8 @@
-"""The writer's upkeep of the vector index files: which library's file to build, patch or
-drop, and writing it (lists drawn by k-means, then every row's 4-bit and 8-bit codes) whole
-on disk before the database names it. Apart from the search (``vectors``): only an ingest's
-last step writes files, while every process that searches opens them.
+"""The writer's upkeep of the vector index files: which library's file to build, patch,
+drop or stamp anew, and writing it (lists drawn by k-means, then every row's 4-bit and 8-bit
+codes) whole on disk, sealed, before the database names it. Apart from the search
+(``vectors``): only an ingest's last step writes files, while every process that searches
+opens them.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from holodeck.vectorstore.sqlite import codes as sqlite_codes
 from holodeck.vectorstore.sqlite import lists as sqlite_lists
 from holodeck.vectorstore.sqlite.matrix import blocks, load
 from holodeck.vectorstore.sqlite.query import Reader, in_snapshot
-from holodeck.vectorstore.sqlite.side_files import SEQS, remove_strays, save_whole
+from holodeck.vectorstore.sqlite.side_files import SEQS, Seal, remove_strays, save_whole
 from holodeck.vectorstore.sqlite.vector_file import (
     FILE_PREFIX,
     FILE_SUFFIX,
     OLD_SUFFIXES,
     SINCE,
+    Base,
     FileRow,
     check_base,
     file_rows,
@@ -83,29 +85,38 @@ class VectorUpkeep:
         if self._folder is None:
             return
         plans = in_snapshot(self._reader, self._plan_upkeep)
-        for lib, action in plans:
+        for lib, action, base in plans:
             if action == "drop":
                 with writing() as db:
                     db.execute("DELETE FROM vector_files WHERE lib = ?", (lib,))
+            elif action == "restamp":
+                assert base is not None
+                with writing() as db:  # the same bytes, stamped anew (a copy, a restore)
+                    db.execute(
+                        "UPDATE vector_files SET stamp = coalesce(?, stamp), "
+                        "codes_stamp = coalesce(?, codes_stamp) WHERE lib = ? AND file = ?",
+                        (*base.restamps, lib, base.row.file),
+                    )
             else:
                 self._write_file(lib, writing, patch=action == "patch")
         self._remove_strays()
 
-    def _plan_upkeep(self, db: sqlite3.Connection) -> list[tuple[int, str]]:
-        """What each library's file needs: ``build``, ``patch`` or ``drop`` (none: nothing)."""
+    def _plan_upkeep(self, db: sqlite3.Connection) -> list[tuple[int, str, Base | None]]:
+        """What each library's file needs: ``build``, ``patch``, ``drop`` or ``restamp``
+        (its bytes sound, its stamp changed), with the file as checked (none: nothing)."""
         rows = file_rows(db)
-        plans = []
+        plans: list[tuple[int, str, Base | None]] = []
         for (lib,) in db.execute("SELECT id FROM libraries").fetchall():
             row = rows.get(lib)
             if row is None:
                 n = db.execute("SELECT count(*) FROM chunks WHERE lib = ?", (lib,)).fetchone()[0]
                 if n >= ANN_MIN_ROWS:
-                    plans.append((lib, "build"))
+                    plans.append((lib, "build", None))
                 continue
             base, why = check_base(db, self._folder, row, self._dims)
             if base is None:
                 log.warning("Rebuilding the vector index file %s: %s", row.file, why)
-                plans.append((lib, "build"))
+                plans.append((lib, "build", None))
                 continue
             added = db.execute(
                 f"SELECT count(*) FROM chunks WHERE lib = ? {SINCE}",
@@ -116,11 +127,13 @@ class VectorUpkeep:
             ).fetchone()[0]
             size = row.count + added - changed
             if size < ANN_MIN_ROWS // 2:
-                plans.append((lib, "drop"))
+                plans.append((lib, "drop", base))
             elif added + changed >= max(PATCH_MIN_ROWS, row.count * PATCH_SHARE):
                 share = (row.removed + changed) / max(row.count, 1)
                 rebuild = share > REBUILD_REMOVED_SHARE or not _fits(base.view, size)
-                plans.append((lib, "build" if rebuild else "patch"))
+                plans.append((lib, "build" if rebuild else "patch", base))
+            elif base.restamps != (None, None):
+                plans.append((lib, "restamp", base))
         return plans
 
     def _write_file(
@@ -157,16 +170,19 @@ class VectorUpkeep:
             order = np.argsort(ids)
             ids, codes = ids[order], codes[order]
         code_name = sqlite_codes.path_of(self._folder / name).name
-        save_whole(
+        codes_seal = save_whole(
             lambda path: sqlite_codes.write(path, kept.scale, ids, codes), self._folder, code_name
         )
-        _save_whole(index, self._folder, name)
+        seal = _save_whole(index, self._folder, name)
         with writing() as db:  # the file is whole on disk before the database names it
             db.execute(
-                "INSERT OR REPLACE INTO vector_files VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO vector_files (lib, file, chunk_seq, change_seq, count, "
+                "removed, checksum, stamp, codes_checksum, codes_stamp) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     lib, name, int(seqs.get("chunks", 0)), int(seqs.get("changes", 0)),
-                    index.ntotal, removed,
+                    index.ntotal, removed, seal.checksum, seal.stamp, codes_seal.checksum,
+                    codes_seal.stamp,
                 ),
             )  # fmt: skip
         log.debug("Wrote %s: %d vectors (%s)", name, index.ntotal, "patched" if patch else "built")
@@ -290,8 +306,8 @@ def _fits(index: Any, rows: int) -> bool:
     return 1 / RELIST_FACTOR < ratio < RELIST_FACTOR
 
 
-def _save_whole(index: Any, folder: Path, name: str) -> None:
-    """Save ``index`` as ``folder/name`` whole or not at all."""
+def _save_whole(index: Any, folder: Path, name: str) -> Seal:
+    """Save ``index`` as ``folder/name`` whole or not at all; its seal."""
     import faiss
 
-    save_whole(lambda path: faiss.write_index(index, path), folder, name)
+    return save_whole(lambda path: faiss.write_index(index, path), folder, name)

@@ -20,9 +20,9 @@ under a new name, then records the file and the point of the ``changes`` log it 
 either the old file recorded or the new one, and stray files are removed by the next upkeep.
 Whatever the file lacks (rows committed after it, rows deleted or moved since) a search
 takes from SQLite exactly: the file's results minus the rows changed since, plus an exact
-scan of the rows added since. A file or its codes missing, unreadable or holding another
-count than recorded is never trusted: searches go exact and say so, and the next upkeep
-rebuilds both with a progress bar.
+scan of the rows added since. A file or its codes missing, changed since they were written
+(their seals: ``side_files``), unreadable or holding another count than recorded is never
+trusted: searches go exact and say so, and the next upkeep rebuilds both with a progress bar.
 
 This module holds the search; the file is written by ``vector_upkeep``, named and
 checked by ``vector_file``, and vectors are read out of SQLite into a ``matrix``.
@@ -232,6 +232,9 @@ class VectorIndex:
         """The library as searched now, brought up to date with what is committed."""
         with self._following() as db:
             library = self._libraries.get(lib)
+            base = None if library is None else library.base
+            if base is not None and self._folder is not None and not base.unchanged(self._folder):
+                library = None  # written to since it was found sound: checked again
             if library is None:
                 library = self._open_library(db, lib)
                 self._libraries[lib] = library
@@ -318,10 +321,17 @@ class VectorIndex:
         """Bring each library's file in step with the chunks (``VectorUpkeep.upkeep``)."""
         self._upkeep.upkeep(writing)
 
-    def file_names(self) -> dict[int, str]:
-        """The file of each library that has one (for ``store info``)."""
+    def file_in_use(self, lib: int) -> str | None:
+        """The library's file if its searches use it: recorded and trusted, checked as a
+        search checks it (for ``store info``)."""
+        with self._lock:
+            library = self._libraries.get(lib)
+        if library is not None:
+            return None if library.base is None else library.base.row.file
         with self._reader.reading() as db:
-            return {lib: row.file for lib, row in file_rows(db).items()}
+            row = file_rows(db).get(lib)
+            base = None if row is None else self._open_base(db, row)
+        return None if base is None else base.row.file
 
 
 def probes_for(lists: int) -> int:
