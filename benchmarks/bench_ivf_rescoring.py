@@ -14,7 +14,8 @@ directions, near-copies (a stored chunk plus noise). Strategies:
   re-scored exactly;
 - ``lists=L exact=R``: L lists read, their best R by the 4-bit codes re-scored exactly;
 - ``lists=L sq8=R``: L lists read, their best R by the 4-bit codes re-scored with 8-bit
-  scalar codes held in memory (384 bytes a vector), the best 40 of those exactly.
+  scalar codes held in memory (384 bytes a vector), the best 40 of those exactly
+  (``exact=E``: the best E).
 
 Exact vectors come from memory here; the product reads them from SQLite, so the ``exact``
 column (rows re-scored exactly per query) is the cost the timings leave out.
@@ -89,11 +90,11 @@ def strategies(index: Any, vectors: np.ndarray) -> dict[str, Search]:
 
         return run
 
-    def sq8(nprobe: int, wanted: int) -> Search:
+    def sq8(nprobe: int, wanted: int, exact: int = EXACT) -> Search:
         def run(q: np.ndarray, chosen: Any) -> tuple[np.ndarray, int]:
             ids = fixed(nprobe, wanted, q, chosen)
             approx = sq.decode(codes[ids]) @ q
-            best = ids[np.argsort(-approx, kind="stable")[:EXACT]]
+            best = ids[np.argsort(-approx, kind="stable")[:exact]]
             return _exact_top(vectors, best, q, K), best.size
 
         return run
@@ -113,6 +114,8 @@ def strategies(index: Any, vectors: np.ndarray) -> dict[str, Search]:
     for nprobe in (sqlite_vectors.probes_for(lists), lists):
         for wanted in (1_000, 3_000):
             out[f"lists={nprobe} sq8={wanted}"] = sq8(nprobe, wanted)
+    for wanted, exact in ((3_000, 64), (4_000, EXACT), (4_000, 64)):
+        out[f"lists={lists} sq8={wanted} exact={exact}"] = sq8(lists, wanted, exact)
     return out
 
 
