@@ -7,16 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_helpers import run_holodeck, write
-
-
-def error_line(result) -> str:  # type: ignore[no-untyped-def]
-    """The one line a config mistake prints: exit 2, nothing else on stderr."""
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
+from cli_helpers import error_line, run_holodeck, write
 
 
 def test_a_key_twice_in_a_flow_mapping_names_both_columns(tmp_path: Path) -> None:

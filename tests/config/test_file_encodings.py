@@ -8,22 +8,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_helpers import run_holodeck, write
+from cli_helpers import error_line, run_holodeck, write
 
 AGENT = (
     "name: ${TONE:-demo}\ntools:\n"
     "  - {type: vectorstore, name: kb, source: docs, description: '${GREETING}'}\n"
 )
 SAVE_AS_UTF8 = "save the file as UTF-8 (in your editor's encoding menu or settings)"
-
-
-def error_line(result) -> str:  # type: ignore[no-untyped-def]
-    """The one line a config mistake prints: exit 2, nothing else on stderr."""
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
 
 
 def test_a_dotenv_in_latin1_names_the_file_and_line(tmp_path: Path) -> None:

@@ -12,18 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import run_holodeck, write
+from cli_helpers import error_line, run_holodeck, write
 
 SUPPORTED = "use ${NAME}, ${NAME:-default} or ${NAME:?message} (and $${ for a literal ${)"
-
-
-def error_line(result) -> str:  # type: ignore[no-untyped-def]
-    """The one line a config mistake prints: exit 2, nothing else on stderr."""
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
 
 
 def agent_name(tmp_path: Path, value: str, env: dict[str, str] | None = None) -> str:
