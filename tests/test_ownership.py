@@ -55,6 +55,20 @@ def record(index: int = 0, seed: int = 0) -> ChunkRecord:
     )
 
 
+def read_as(adapter: IndexAdapter, root: Path, project_id: str) -> None:
+    """Library kb of tenant t1 read by project ``project_id`` (no explicit tenant)."""
+    check_readable(
+        lambda: adapter,
+        "t1",
+        "kb",
+        agent_name="agent",
+        explicit_tenant=False,
+        root=root,
+        source=root / "docs",
+        project_id=project_id,
+    )
+
+
 @pytest.fixture(params=["memory", "local"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], VectorStore]:
     """A factory: calling it again for ``local`` reopens the index from disk."""
@@ -199,16 +213,7 @@ def test_a_reader_of_another_projects_library_is_refused(tmp_path: Path) -> None
     adapter = MemoryIndexAdapter()
     claim_library(adapter, "t1", "kb", OWNER_A)
     with pytest.raises(ConfigError) as refused:
-        check_readable(
-            lambda: adapter,
-            "t1",
-            "kb",
-            agent_name="agent",
-            explicit_tenant=False,
-            root=tmp_path,
-            source=tmp_path / "docs",
-            project_id="proj-b",
-        )
+        read_as(adapter, tmp_path, "proj-b")
     assert "is filled by another project, so this project may not read it" in str(refused.value)
     assert "proj-a" not in str(refused.value) and "docs of /a" not in str(refused.value)
 
@@ -268,16 +273,7 @@ def test_the_project_a_library_was_taken_from_is_told_so(tmp_path: Path) -> None
     claim_library(adapter, "t1", "kb", OWNER_A)
     claim_library(adapter, "t1", "kb", OWNER_B, take_over=True)
     with pytest.raises(ConfigError) as read:
-        check_readable(
-            lambda: adapter,
-            "t1",
-            "kb",
-            agent_name="agent",
-            explicit_tenant=False,
-            root=tmp_path,
-            source=tmp_path / "docs",
-            project_id="proj-a",
-        )
+        read_as(adapter, tmp_path, "proj-a")
     with pytest.raises(ConfigError) as filled:
         claim_for_ingest(
             adapter, "t1", "kb", OWNER_A, take_over=False, agent_name="", project_root=tmp_path
@@ -289,14 +285,5 @@ def test_the_project_a_library_was_taken_from_is_told_so(tmp_path: Path) -> None
         assert "proj-b" not in str(refused) and "docs of /b" not in str(refused)
     # a third project is told the plain refusal: nothing was taken from it
     with pytest.raises(ConfigError) as third:
-        check_readable(
-            lambda: adapter,
-            "t1",
-            "kb",
-            agent_name="agent",
-            explicit_tenant=False,
-            root=tmp_path,
-            source=tmp_path / "docs",
-            project_id="proj-c",
-        )
+        read_as(adapter, tmp_path, "proj-c")
     assert "is filled by another project, so this project may not read it" in str(third.value)
