@@ -33,6 +33,13 @@ def parse_endpoint(value: str) -> tuple[str, int]:
     help="Serve streamable HTTP at http://HOST:PORT/mcp (host 127.0.0.1 unless given; "
     "port 0 picks a free one) instead of stdio.",
 )
+@click.option(
+    "--no-auth",
+    "no_auth",
+    is_flag=True,
+    help="Serve --http on an address other machines can reach without HOLODECK_SERVE_TOKEN "
+    "(a proxy or firewall in front guards it); refused otherwise.",
+)
 @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable).")
 @click.pass_context
 def serve(
@@ -40,18 +47,26 @@ def serve(
     agent_arg: str | None,
     agent_opt: str | None,
     http: str | None,
+    no_auth: bool,
     tool_names: tuple[str, ...],
 ) -> None:
     """Serve the knowledge bases over MCP, keeping them in step with their files.
 
     One MCP tool per vectorstore tool. stdio by default (stdout is the protocol's; progress
     and logs go to stderr). Ctrl-C or SIGTERM stops it.
+
+    Over HTTP, with HOLODECK_SERVE_TOKEN set in the environment, every request must carry
+    'Authorization: Bearer <token>' (401 otherwise). An address other machines can reach
+    (0.0.0.0, a LAN address) is served with a warning, and refused without the token
+    unless --no-auth is given.
     """
     from holodeck.serve.run import HttpEndpoint, WatchHooks
     from holodeck.serve.run import serve as run_server
     from holodeck.serve.tools import build_server
 
-    endpoint = HttpEndpoint(*parse_endpoint(http)) if http is not None else None
+    if no_auth and http is None:
+        raise click.UsageError("--no-auth is for --http")
+    endpoint = HttpEndpoint(*parse_endpoint(http), no_auth=no_auth) if http is not None else None
     project = load_project(agent_path(agent_opt, agent_arg))
     tools = build_tools(project, list(tool_names) or None)
     if not tools:
@@ -71,4 +86,5 @@ def serve(
         http=endpoint,
         hooks=hooks,
         announce=lambda line: None if quiet else click.echo(line, err=True),
+        warn=lambda line: click.echo(f"Warning: {line}", err=True),
     )

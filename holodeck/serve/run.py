@@ -10,6 +10,10 @@ In stdio mode stdout is the protocol's: nothing else writes to it (progress and 
 stderr), and stdin is read by a daemon thread so a SIGTERM never waits for a read that may
 never end. Ctrl-C and SIGTERM stop both transports cleanly: in-flight searches finish, the
 watcher stops after the file it is storing, the indexes are closed.
+
+Over HTTP, ``HOLODECK_SERVE_TOKEN`` makes every request need its bearer token, and an address
+other machines can reach is refused without one unless ``--no-auth`` says a proxy guards it
+(``holodeck.serve.auth``).
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ import uvicorn
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
-from holodeck.envvars import LOCK_TIMEOUT, REDIS_LOCK_TTL
+from holodeck.envvars import LOCK_TIMEOUT, REDIS_LOCK_TTL, SERVE_TOKEN
 from holodeck.errors import ConfigError
 from holodeck.knowledge_base import KnowledgeBase
+from holodeck.serve.auth import BearerAuth, exposure, is_loopback
 from holodeck.tools.initialize import ProgressFactory
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 from holodeck.tools.watch import ErrorHandler, watch_tools
@@ -48,10 +53,12 @@ MCP_PATH = "/mcp"
 
 @dataclass(frozen=True)
 class HttpEndpoint:
-    """Where ``--http`` listens."""
+    """Where ``--http`` listens, and whether ``--no-auth`` lets it serve other machines
+    without a token."""
 
     host: str
     port: int
+    no_auth: bool = False
 
 
 @dataclass
@@ -71,26 +78,43 @@ def serve(
     http: HttpEndpoint | None,
     hooks: WatchHooks,
     announce: Callable[[str], None],
+    warn: Callable[[str], None],
 ) -> None:
-    """Serve until the client leaves (stdio EOF), Ctrl-C or SIGTERM; keep indexes in step."""
+    """Serve until the client leaves (stdio EOF), Ctrl-C or SIGTERM; keep indexes in step.
+
+    ``announce`` shows what it serves where (``-q`` drops it); ``warn`` what the user must
+    know whatever the verbosity: an HTTP server other machines can reach.
+    """
     for setting in (LOCK_TIMEOUT, REDIS_LOCK_TTL):  # the watcher's: a bad value fails now
         setting.read()
-    for tool in tools:  # fail before serving: a missing source, an unreachable store
-        tool.check_source()
-        _ = tool.store, tool.embedder  # opened here, once, not by racing threads
+    names = ", ".join(t.name for t in tools)
+    token = SERVE_TOKEN.read() if http else None
+    if http and http.no_auth and token:
+        raise ConfigError(
+            f"--no-auth and {SERVE_TOKEN.name} contradict each other: unset "
+            f"{SERVE_TOKEN.name} to serve without authentication, or drop --no-auth"
+        )
     sock = _listen(http) if http else None
+    try:
+        url, warning = _where(sock, http, token, names) if sock and http else ("", None)
+        for tool in tools:  # fail before serving: a missing source, an unreachable store
+            tool.check_source()
+            _ = tool.store, tool.embedder  # opened here, once, not by racing threads
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
     stop = threading.Event()
     watcher = threading.Thread(
         target=_watch, args=(tools, stop, hooks), name="holodeck-watch", daemon=True
     )
     watcher.start()
-    names = ", ".join(t.name for t in tools)
     try:
         if sock is not None:
-            host, port = sock.getsockname()[:2]
-            shown = f"[{host}]" if ":" in host else host
-            announce(f"Serving {names} over MCP at http://{shown}:{port}{MCP_PATH}")
-            anyio.run(_serve_http, server, sock)
+            announce(f"Serving {names} over MCP at {url}")
+            if warning:
+                warn(warning)
+            anyio.run(_serve_http, server, sock, token)
         else:
             hint = " (for an MCP client; Ctrl-C stops)" if sys.stdin.isatty() else ""
             announce(f"Serving {names} over MCP on stdio{hint}")
@@ -120,6 +144,26 @@ def _watch(tools: list[VectorStoreTool], stop: threading.Event, hooks: WatchHook
         log.debug("Watcher failure", exc_info=True)
 
 
+def _where(
+    sock: socket.socket, http: HttpEndpoint, token: str | None, names: str
+) -> tuple[str, str | None]:
+    """The URL served and the warning it needs; ``ConfigError`` for an open port that
+    ``--no-auth`` did not ask for. Judged by the address bound, so a host name counts as
+    what it resolved to."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}{MCP_PATH}"
+    warning = exposure(
+        url,
+        f"{http.host}:{http.port}",
+        loopback=is_loopback(host),
+        token=token,
+        no_auth=http.no_auth,
+        names=names,
+    )
+    return url, warning
+
+
 def _listen(http: HttpEndpoint) -> socket.socket:
     """Bind the HTTP port now, so a port in use is an error before any work is done."""
     try:
@@ -146,10 +190,12 @@ async def _serve_stdio(server: Server) -> None:
         group.cancel_scope.cancel()  # the client closed stdin: done
 
 
-async def _serve_http(server: Server, sock: socket.socket) -> None:
+async def _serve_http(server: Server, sock: socket.socket, token: str | None) -> None:
+    """Serve HTTP on ``sock``; with a token, every request needs it (``BearerAuth``)."""
+    # the SDK turns its Host/Origin checks on when this is 127.0.0.1 or ::1
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=sock.getsockname()[0])
     config = uvicorn.Config(
-        app,
+        BearerAuth(app, token) if token else app,
         log_config=None,  # uvicorn's own config logs to stdout; its warnings reach stderr
         log_level="warning",
         access_log=False,

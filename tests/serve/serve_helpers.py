@@ -79,22 +79,32 @@ async def stdio_session(project: Path, errlog: TextIO) -> AsyncIterator[Client]:
 
 
 class HttpServer:
-    """``holodeck serve --http 127.0.0.1:0`` in a subprocess; stdout and stderr to files."""
+    """``holodeck serve --http 127.0.0.1:0`` in a subprocess; stdout and stderr to files.
 
-    def __init__(self, project: Path, *args: str) -> None:
+    ``http`` binds elsewhere (``0.0.0.0:0``: every interface; the client then connects over
+    loopback), ``env`` adds variables to the server's environment.
+    """
+
+    def __init__(
+        self,
+        project: Path,
+        *args: str,
+        http: str = "127.0.0.1:0",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.project = project
         self.err_path = project / "serve.err"
         self.out_path = project / "serve.out"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "holodeck", "serve", "--http", "127.0.0.1:0", *args],
+            [sys.executable, "-m", "holodeck", "serve", "--http", http, *args],
             cwd=project,
-            env=server_env(project),
+            env={**server_env(project), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=self.out_path.open("w"),
             stderr=self.err_path.open("w"),
         )
         found = wait_for(lambda: re.search(r"at (http://\S+/mcp)", self.stderr()), 120, self)
-        self.url = found.group(1)
+        self.url = found.group(1).replace("//0.0.0.0:", "//127.0.0.1:", 1)
 
     def stderr(self) -> str:
         return self.err_path.read_text()
