@@ -304,6 +304,8 @@ class KnowledgeBase:
             chunk_overlap=min(cfg.chunk_overlap, size // 2),
             file_types=tuple(dict.fromkeys(cfg.file_types or DEFAULT_FILE_TYPES)),
             exclude=tuple(cfg.exclude),
+            limits=cfg.limits,
+            settings_file=self.project.agent_path.name,
             take_over=self.project.agent.tenant is not None,
             agent_name=self.project.agent.name,
         )

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from holodeck.config.base import StrictModel
+from holodeck.config.file_limits import FileLimits
 from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
 from holodeck.config.tool_configs import ToolName
 
@@ -108,6 +109,11 @@ class VectorStoreToolConfig(StrictModel):
         default="hybrid",
         description="hybrid: keyword (BM25) and semantic fused; semantic: the embedding model "
         "alone; keyword: BM25 alone.",
+    )
+    limits: FileLimits = Field(
+        default_factory=FileLimits,
+        description="How big one file may be; a file past a limit is skipped with a warning "
+        "naming it (defaults far beyond any real manual: zip bombs, data dumps).",
     )
 
     @model_validator(mode="after")

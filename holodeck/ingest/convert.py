@@ -12,6 +12,12 @@ run with nothing new to convert must not pay for it.
 Every file is read from one descriptor whose real path is checked, after opening, to lie
 inside the source folder: a file swapped for a symlink to ``/etc/passwd`` between discovery
 and reading is refused, never read.
+
+A file past one of its tool's ``limits`` (``config.file_limits``) is refused with
+``OverLimit`` before the costly part: a text file by its size before it is read, an office
+file by its zip directory before anything is unzipped, a PDF by its page count before a page
+is read; and every file once its text passes ``max_text_chars`` (a PDF or CSV as soon as the
+text read so far does, the others when converted).
 """
 
 from __future__ import annotations
@@ -26,13 +32,16 @@ import re
 import stat
 import sys
 import threading
+import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import chardet
 
+from holodeck.config.file_limits import MB, TEXT_FILE_TYPES, ZIP_FILE_TYPES, FileLimits
 from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages, unescape_markdown
-from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, within
+from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, path_text, within
 from holodeck.ingest.locations import Anchors
 from holodeck.ingest.sections import (
     Heading,
@@ -76,6 +85,12 @@ _SHEET_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 #: Fewer words of main text than this: the page is converted whole instead.
 _MIN_MAIN_WORDS = 50
 
+#: The limits of a tool that sets none.
+DEFAULT_LIMITS = FileLimits()
+#: A zip part that unzips to less than this is no bomb whatever its ratio: small XML parts of
+#: repeated markup zip far tighter than a document's text does.
+_RATIO_CHECKED_FROM = MB
+
 _markitdown: dict[str, Any] = {}
 _markitdown_lock = threading.Lock()
 #: markitdown's converter class for each optional format.
@@ -96,6 +111,16 @@ class ConversionError(Exception):
         self.reason = reason
 
 
+class OverLimit(ConversionError):
+    """A file past one of its tool's ``limits``: ``what`` about it, and the ``key`` that would
+    let it in, so the skip's reason says how to ingest it after all."""
+
+    def __init__(self, what: str, key: str) -> None:
+        super().__init__(f"{what}; to ingest it, raise limits.{key}")
+        self.what = what
+        self.key = key
+
+
 @dataclass(frozen=True)
 class Converted:
     """A file's text as it is chunked, how to name a place in it (None: unknown), and its
@@ -106,29 +131,42 @@ class Converted:
     headings: tuple[Heading, ...] = ()
 
 
-def convert(file: SourceFile) -> Converted:
+def convert(file: SourceFile, limits: FileLimits | None = None) -> Converted:
     """Convert a discovered file; raises ConversionError with a short reason.
 
     A file that cannot be read (deleted since discovery, permission, swapped for a link
     leading outside the source) is a ConversionError too, so one bad file is skipped with
-    its reason and ingestion goes on.
+    its reason and ingestion goes on; a file past one of ``limits`` (default: the defaults)
+    is an ``OverLimit``.
     """
+    limits = limits or DEFAULT_LIMITS
+    suffix = file.path.suffix.lower()
+
+    def check(stream: IO[bytes]) -> None:
+        _check_before_reading(stream, suffix, limits)
+
     try:
-        data = read_checked(file)
+        data = read_checked(file, check)
     except OSError as exc:
         raise ConversionError(f"conversion failed: {exc.strerror or exc}") from exc
-    converted = _convert(data, file.path.suffix.lower(), file.rel_path)
+    converted = _convert(data, suffix, file.rel_path, limits)
     if not converted.text.strip():
         raise ConversionError(REASON_EMPTY)
+    if len(converted.text) > limits.max_text_chars:
+        raise OverLimit(
+            f"its text is {len(converted.text):,} characters (limit {limits.max_text_chars:,})",
+            "max_text_chars",
+        )
     return converted
 
 
-def read_checked(file: SourceFile) -> bytes:
+def read_checked(file: SourceFile, check: Callable[[IO[bytes]], None] | None = None) -> bytes:
     """The file's bytes, read from a descriptor whose real path lies inside ``file.root``.
 
     Discovery checked the path; between then and now it may have been replaced by a link
     to anywhere. Checking the descriptor itself (not the name again) closes that gap.
     O_NONBLOCK keeps a FIFO swapped in from blocking the open; it is refused right after.
+    ``check`` sees the open file before it is read, to refuse it unread.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(file.path, flags)
@@ -137,7 +175,74 @@ def read_checked(file: SourceFile) -> bytes:
             raise ConversionError("not a regular file")
         if file.root and not within(_real_path_of(fd, file), file.root):
             raise ConversionError(REASON_OUTSIDE)
+        if check is not None:
+            check(stream)
+            stream.seek(0)
         return stream.read()
+
+
+def _check_before_reading(stream: IO[bytes], suffix: str, limits: FileLimits) -> None:
+    """Refuse a text file by its size, and an office file by its zip directory, unread."""
+    if suffix in TEXT_FILE_TYPES:
+        size = os.fstat(stream.fileno()).st_size
+        if size > limits.max_text_file_mb * MB:
+            raise OverLimit(
+                f"the file is {_mb(size)} (limit {limits.max_text_file_mb:g} MB)",
+                "max_text_file_mb",
+            )
+    elif suffix in ZIP_FILE_TYPES:
+        _check_zip(stream, limits)
+
+
+def _check_zip(stream: IO[bytes], limits: FileLimits) -> None:
+    """Refuse an office file whose zip directory says it is a bomb, without unzipping it.
+
+    Only the directory is read: each entry's sizes, as the archive states them. Those bound
+    what the converters can inflate, since they all unzip with ``zipfile``, which stops at
+    an entry's stated size. Checked in turn: the number of entries, each part's ratio
+    (unzipped to zipped size), and their total unzipped size.
+    """
+    try:
+        with zipfile.ZipFile(stream) as archive:
+            entries = archive.infolist()
+    except Exception as exc:  # not a zip, or a damaged one: the converter would fail too
+        raise ConversionError(f"conversion failed: {_short_cause(exc)}") from exc
+    if len(entries) > limits.max_zip_entries:
+        raise OverLimit(
+            f"it holds {len(entries):,} zip entries (limit {limits.max_zip_entries:,})",
+            "max_zip_entries",
+        )
+    for entry in entries:
+        packed = max(entry.compress_size, 1)
+        if (
+            entry.file_size > _RATIO_CHECKED_FROM
+            and entry.file_size > limits.max_zip_ratio * packed
+        ):
+            raise OverLimit(
+                f"{_part_name(entry.filename)} unzips to {_mb(entry.file_size)}, "
+                f"{entry.file_size / packed:,.0f} times its zipped size "
+                f"(limit {limits.max_zip_ratio:g}: a zip bomb?)",
+                "max_zip_ratio",
+            )
+    total = sum(entry.file_size for entry in entries)
+    if total > limits.max_unzipped_mb * MB:
+        raise OverLimit(
+            f"unzips to {_mb(total)} (limit {limits.max_unzipped_mb:g} MB)", "max_unzipped_mb"
+        )
+
+
+def _part_name(name: str) -> str:
+    """A zip entry's name as a warning may show it: escaped as paths are, and not too long."""
+    shown = path_text(name)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _mb(size: float) -> str:
+    """A size in the MB of the limits, with the digits that tell it from a limit near it."""
+    mb = size / MB
+    if mb >= 10:
+        return f"{mb:,.0f} MB"
+    return f"{mb:.1f} MB" if mb >= 1 else f"{mb:.2f} MB"
 
 
 def _real_path_of(fd: int, file: SourceFile) -> str:
@@ -157,10 +262,11 @@ def _real_path_of(fd: int, file: SourceFile) -> str:
     return real if (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino) else ""
 
 
-def _convert(data: bytes, suffix: str, name: str) -> Converted:
+def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_LIMITS) -> Converted:
     """Pick the conversion by extension (discovery already kept only enabled ones).
 
-    ``name`` (the file's path in its source) is for warnings.
+    ``name`` (the file's path in its source) is for warnings; a PDF or CSV stops as soon as
+    its text passes ``limits.max_text_chars``.
     """
     if suffix == ".md":
         text = clean_markdown(decode_text(data))
@@ -173,9 +279,9 @@ def _convert(data: bytes, suffix: str, name: str) -> Converted:
         text = _json_to_markdown(data, name)
         return Converted(text, Anchors.lines(shift=-1, last=text.count("\n") - 2))
     if suffix == ".csv":
-        return _csv_to_markdown(decode_text(data))
+        return _csv_to_markdown(decode_text(data), limits.max_text_chars)
     if suffix == ".pdf":
-        return _pdf_text(data)
+        return _pdf_text(data, limits)
     if suffix in (".html", ".htm"):
         return _html_text(decode_text(data), suffix)
     if suffix == ".pptx":
@@ -299,18 +405,37 @@ def _nesting(value: Any) -> int:
     return deepest
 
 
-def _csv_to_markdown(text: str) -> Converted:
+def _csv_to_markdown(text: str, max_chars: int) -> Converted:
     """A markdown table with one line per CSV record, so text line n + 1 is record n.
 
     Records are numbered as a spreadsheet numbers rows (the header is row 1). Line breaks
     inside a quoted cell become spaces and pipes are escaped, so no record spans two lines;
-    short records are padded to the widest one.
+    short records are padded to the widest one. Reading stops at the record whose line takes
+    the table past ``max_chars``, counted unpadded (so never more than the table will be).
     """
+    rows: list[list[str]] = []
+    length = 0  # of the table's lines so far, unpadded, separator included once known
+    blank = 0  # of the empty records since the last one with text (dropped at the end)
     try:
-        rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"), newline="")))
+        for number, row in enumerate(csv.reader(io.StringIO(text.lstrip("\ufeff"), newline="")), 1):
+            cells = [" ".join(c.replace("|", "\\|").split()) for c in row]
+            rows.append(cells)
+            line = 4 + sum(map(len, cells)) + 3 * max(len(cells) - 1, 0) + 1
+            if number == 1:
+                line += 6 * max(len(cells), 1) + 2  # the separator: at least this wide
+            if not any(cells):
+                blank += line
+                continue
+            length += blank + line
+            blank = 0
+            if length > max_chars:
+                raise OverLimit(
+                    f"its text passes the limit of {max_chars:,} characters at row {number:,}",
+                    "max_text_chars",
+                )
     except csv.Error as exc:  # e.g. one cell over the csv module's 128 KB field limit
         raise ConversionError(f"conversion failed: invalid CSV ({exc})") from None
-    while rows and not any(cell.strip() for cell in rows[-1]):
+    while rows and not any(rows[-1]):
         rows.pop()
     if not rows:
         raise ConversionError(REASON_EMPTY)
@@ -322,15 +447,15 @@ def _csv_to_markdown(text: str) -> Converted:
 
 
 def _table_row(cells: list[str], width: int) -> str:
-    cells = [*cells, *[""] * (width - len(cells))]
-    escaped = (" ".join(c.replace("|", "\\|").split()) for c in cells)
-    return "| " + " | ".join(escaped) + " |"
+    """One record's escaped cells as a table line, padded to ``width`` cells."""
+    return "| " + " | ".join([*cells, *[""] * (width - len(cells))]) + " |"
 
 
-def _pdf_text(data: bytes) -> Converted:
+def _pdf_text(data: bytes, limits: FileLimits = DEFAULT_LIMITS) -> Converted:
     """The text of each page that is read (contents and index pages, running headers and
     footers left out: ``clean.pdf_pages``), separated by a blank line and anchored; the
-    outline's entries as headings."""
+    outline's entries as headings. Refused unread past ``limits.max_pdf_pages``, and at the
+    page where the text read so far passes ``limits.max_text_chars``."""
     import pypdfium2 as pdfium
 
     with _pdfium_lock:
@@ -339,13 +464,26 @@ def _pdf_text(data: bytes) -> Converted:
         except pdfium.PdfiumError as exc:
             raise ConversionError(f"conversion failed: {_short_cause(exc)}") from exc
         try:
+            pages = len(pdf)
+            if pages > limits.max_pdf_pages:
+                raise OverLimit(
+                    f"it has {pages:,} pages (limit {limits.max_pdf_pages:,})", "max_pdf_pages"
+                )
             raw: list[str] = []
-            for number in range(len(pdf)):
+            chars = 0
+            for number in range(pages):
                 page = pdf[number]
                 textpage = page.get_textpage()
                 raw.append(_clean_pdf_page(textpage.get_text_bounded()))
                 textpage.close()
                 page.close()
+                chars += len(raw[-1])
+                if chars > limits.max_text_chars:
+                    raise OverLimit(
+                        f"its text passes the limit of {limits.max_text_chars:,} characters "
+                        f"at page {number + 1:,} of {pages:,}",
+                        "max_text_chars",
+                    )
             outline = _outline(pdf)
         finally:
             pdf.close()

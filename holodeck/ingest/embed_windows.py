@@ -147,6 +147,8 @@ class WindowedIngest:
             counter=self.embedder.tokens,
             chunk_size=t.chunk_size,
             overlap=t.chunk_overlap,
+            limits=t.limits,
+            owner=f"of tool {t.library_id} in {t.settings_file}",
         )
         calls = ThreadPoolExecutor(EMBED_CALLS_IN_FLIGHT, thread_name_prefix="holodeck-call")
         try:

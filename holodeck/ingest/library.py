@@ -6,9 +6,10 @@ one ``stat`` per file before anything of the ingest pipeline is imported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from holodeck.config.file_limits import FileLimits
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ownership import filled_elsewhere
@@ -29,6 +30,10 @@ class LibraryTarget:
     #: Extensions to ingest (lower case, with the dot) and gitignore-style patterns to leave out.
     file_types: tuple[str, ...] = DEFAULT_FILE_TYPES
     exclude: tuple[str, ...] = ()
+    #: How big one file may be (the tool's ``limits:``), and the name of the agent file that
+    #: sets them, said in the reason a file past one is skipped with (the same from any cwd).
+    limits: FileLimits = field(default_factory=FileLimits)
+    settings_file: str = "agent.yaml"
     #: Who fills the library (``ownership.library_owner``); made from
     #: ``project_root`` and ``source`` when not given.
     owner: dict[str, str] | None = None

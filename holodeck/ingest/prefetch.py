@@ -19,9 +19,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from holodeck.config.file_limits import FileLimits
 from holodeck.embeddings.base import TokenCounter
 from holodeck.ingest.chunker import Chunk, chunk_text
-from holodeck.ingest.convert import ConversionError, convert
+from holodeck.ingest.convert import ConversionError, OverLimit, convert
 from holodeck.ingest.discover import REASON_EMPTY, SourceFile
 from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
 from holodeck.ingest.locations import locate
@@ -43,10 +44,21 @@ class Prepared:
     failure: str | None = None
 
 
-def prepare(file: SourceFile, counter: TokenCounter, chunk_size: int, overlap: int) -> Prepared:
-    """Convert one file and cut it into chunks with their locations; never raises."""
+def prepare(
+    file: SourceFile,
+    counter: TokenCounter,
+    chunk_size: int,
+    overlap: int,
+    limits: FileLimits | None = None,
+    owner: str = "",
+) -> Prepared:
+    """Convert one file and cut it into chunks with their locations; never raises.
+
+    A file past one of ``limits`` fails with the limit's key followed by ``owner`` (``of
+    tool kb in agent.yaml``): where to raise it.
+    """
     try:
-        converted = convert(file)
+        converted = convert(file, limits)
         text, body_start = converted.text, 0
         tags: list[str] = []
         language: str | None = None
@@ -59,6 +71,8 @@ def prepare(file: SourceFile, counter: TokenCounter, chunk_size: int, overlap: i
         locations = locate(text, converted.anchors, spans)
         headings = [h for h in converted.headings if h.offset >= body_start]
         sections = section_paths(headings, spans)
+    except OverLimit as exc:
+        return Prepared(file, failure=f"{exc.reason} {owner}" if owner else exc.reason)
     except ConversionError as exc:
         return Prepared(file, failure=exc.reason)
     except Exception as exc:  # one bad file never stops an ingest, whatever went wrong

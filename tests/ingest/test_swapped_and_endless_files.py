@@ -72,11 +72,11 @@ def test_a_file_swapped_for_a_link_after_discovery_is_never_read(
 ) -> None:
     real_convert = prefetch.convert
 
-    def swap_then_convert(file: SourceFile) -> object:
+    def swap_then_convert(file: SourceFile, *args: object) -> object:
         if file.rel_path == "notes.txt":  # discovered as a plain file; now it is a link
             file.path.unlink()
             file.path.symlink_to(project.parent / "passwd")
-        return real_convert(file)
+        return real_convert(file, *args)
 
     monkeypatch.setattr(prefetch, "convert", swap_then_convert)
     tool.initialize_sync()
