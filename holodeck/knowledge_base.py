@@ -17,6 +17,7 @@ tool face added (its ``async search(query) -> str``; hence ``find`` here). ::
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -435,8 +436,22 @@ def settle() -> None:
     of short-lived records, and each full collection they set off would walk all of it
     (benchmarks/README.md measures what that costs a search). ``gc.freeze`` costs nothing
     itself, and a frozen object is still freed when nothing refers to it (only cycles among
-    them stay)."""
+    them stay). And numpy's own BLAS gets one thread (``_one_blas_thread``)."""
     gc.freeze()
+    _one_blas_thread()
+
+
+@functools.cache
+def _one_blas_thread() -> None:
+    """Run numpy's OpenBLAS (the wheels' ``scipy_openblas``) on one thread: a search's
+    products are small, and OpenBLAS's threads spin and wait for a core, so on a busy machine
+    one product took many times as long on two threads as on one (benchmarks/README.md,
+    "One BLAS thread"). faiss's own OpenBLAS, whose threads the k-means of an ingest uses,
+    is left as it is; large products of a search are already cut into parts on the read
+    threads."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits={"libscipy_openblas": 1})
 
 
 def quick_start(kbs: Sequence[KnowledgeBase]) -> Callable[[], None]:

@@ -56,3 +56,26 @@ def test_opening_an_agent_of_several_knowledge_bases_asks_which(tmp_path: Path) 
         assert summary is not None and summary.chunks_total == 1
         results, _ = kb.find("beta")
         assert [r.source_path for r in results] == ["b/y.md"]
+
+
+def test_a_searching_process_runs_numpy_blas_on_one_thread_and_leaves_faiss_its_own() -> None:
+    """After start-up, numpy's products use one thread (its OpenBLAS threads spin on a busy
+    machine) while faiss's BLAS, which an ingest's k-means uses, keeps its threads."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy, faiss, threadpoolctl\n"
+        "from holodeck.knowledge_base import settle\n"
+        "threadpoolctl.threadpool_limits(limits=2)\n"
+        "settle()\n"
+        "for lib in threadpoolctl.threadpool_info():\n"
+        "    if lib['internal_api'] == 'openblas':\n"
+        "        print(lib['prefix'], lib['num_threads'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split("\n")
+    threads = dict(line.split() for line in out if line)
+    assert threads["libscipy_openblas"] == "1"
+    assert threads.get("libopenblas", "2") == "2"
