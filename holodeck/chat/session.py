@@ -190,7 +190,7 @@ class ChatSession:
         finally:
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
-        if not task.done():  # left to the end of the session, which cancels what is left
+        if second.done():  # a turn still running is left to the session's end, which cancels it
             self.interrupted = True
             return False
         if task.cancelled():

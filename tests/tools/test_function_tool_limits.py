@@ -266,6 +266,7 @@ def test_ctrl_c_twice_on_a_terminal_ends_chat_while_a_tool_call_hangs(tmp_path: 
             child.sendline("Take another nap.")
             wait_for_nap(root, None)
             child.sendintr()  # twice: chat ends, though both naps go on in their threads
+            child.expect_exact("(answer interrupted; Ctrl-C again quits)")
             child.sendintr()
             child.expect_exact("Interrupted.", timeout=60)
             child.expect(pexpect.EOF, timeout=60)
