@@ -212,5 +212,5 @@ def help_text() -> str:
     """``/help``."""
     width = max(len(name) for name, _ in COMMANDS)
     lines = [f"{name.ljust(width)}  {what}" for name, what in COMMANDS]
-    lines.append("Anything else is a message. Ctrl-C stops an answer.")
+    lines.append("Anything else is a message. Ctrl-C stops an answer; twice in a row, chat.")
     return "\n".join(lines)

@@ -1,7 +1,9 @@
 """The chat loop: a terminal REPL, or one message per input line when not on a terminal.
 
 On a terminal: prompt_toolkit for line editing and history, answers streamed as rich
-Markdown, Ctrl-C stops the answer in progress and returns to the prompt. Otherwise (pipes,
+Markdown, Ctrl-C stops the answer in progress and returns to the prompt, and a second Ctrl-C
+(before anything is typed) ends chat with exit 130, even while the first one's turn is still
+ending: a tool call left hanging never keeps chat open. Otherwise (pipes,
 scripts): each input line is a message, answers go to stdout as plain text, tool lines and
 errors to stderr, and the exit code is 3 if any message failed. Without an LLM an answer is
 the compact list of results (``render.compact_results``), the same facts in both modes.
@@ -50,6 +52,8 @@ log = logging.getLogger("holodeck.chat")
 
 HISTORY_FILE = Path(".holodeck") / "chat_history"
 PROMPT = "you> "
+#: The exit code of a chat that Ctrl-C ended (128 + SIGINT, as the shell reports it).
+INTERRUPTED_EXIT = 130
 
 
 class ChatSession:
@@ -73,12 +77,17 @@ class ChatSession:
         self.last_calls: list[ToolCallRecord] = []
         self.failures = 0
         self.hinted = False  # the /show hint is given once per session
+        self.quit_armed = False  # the last key was a Ctrl-C: one more ends the session
+        self.interrupted = False  # a second Ctrl-C ended the session
 
     async def run(self) -> int:
         """Chat until the user leaves; the exit code (line mode: 3 if any message failed)."""
         self._info(banner(self.agent))
         if self.interactive:
             await self._run_terminal()
+            if self.interrupted:
+                print("Interrupted.", file=self.stderr, flush=True)
+                return INTERRUPTED_EXIT
             return 0
         async for line in _lines(self.stdin):
             if not await self.handle(line):
@@ -98,9 +107,8 @@ class ChatSession:
             self._command(name.lower(), arg.strip())
             return True
         if self.interactive:
-            await self._answer_cancellable(text)
-        else:
-            await self._answer(text)
+            return await self._answer_cancellable(text)
+        await self._answer(text)
         return True
 
     # -- commands ----------------------------------------------------------------------
@@ -157,23 +165,40 @@ class ChatSession:
             self._info(f"Notice: {result.notice} (--max-tool-rounds raises the limit)")
         return result
 
-    async def _answer_cancellable(self, message: str) -> None:
-        """``_answer`` as a task that Ctrl-C cancels, leaving the session running."""
+    async def _answer_cancellable(self, message: str) -> bool:
+        """``_answer`` as a task that Ctrl-C cancels, leaving the session running; False
+        when a second Ctrl-C came before the turn had ended, which ends the session."""
         loop = asyncio.get_running_loop()
         task = asyncio.ensure_future(self._answer(message))
+        second: asyncio.Future[None] = loop.create_future()
+
+        def on_ctrl_c() -> None:
+            if not task.cancelled() and task.cancelling() == 0:
+                task.cancel()  # the first: end the turn
+            elif not second.done():
+                second.set_result(None)  # the turn is still ending: stop waiting for it
+
         installed = False
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows
-            loop.add_signal_handler(signal.SIGINT, task.cancel)
+            loop.add_signal_handler(signal.SIGINT, on_ctrl_c)
             installed = True
         try:
-            await task
-        except asyncio.CancelledError:
-            if not task.cancelled():
-                raise
-            self.console.print("[dim](answer interrupted)[/dim]")
+            await asyncio.wait((task, second), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the session itself is cancelled (SIGTERM)
+            task.cancel()
+            raise
         finally:
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
+        if second.done():  # a turn still running is left to the session's end, which cancels it
+            self.interrupted = True
+            return False
+        if task.cancelled():
+            self.console.print("[dim](answer interrupted; Ctrl-C again quits)[/dim]")
+            self.quit_armed = True
+            return True
+        task.result()  # what the turn raised besides a HoloDeckError
+        return True
 
     # -- terminal ----------------------------------------------------------------------
 
@@ -185,9 +210,18 @@ class ChatSession:
             try:
                 line = await session.prompt_async(PROMPT)
             except KeyboardInterrupt:
-                continue  # Ctrl-C at the prompt clears the line
+                if session.default_buffer.text:  # Ctrl-C on a typed line clears it
+                    self.quit_armed = False
+                elif self.quit_armed:  # the second Ctrl-C in a row
+                    self.interrupted = True
+                    break
+                else:
+                    self._info("(Ctrl-C again quits, as do /exit and Ctrl-D)")
+                    self.quit_armed = True
+                continue
             except EOFError:
                 break  # Ctrl-D
+            self.quit_armed = False
             if not await self.handle(line):
                 break
 

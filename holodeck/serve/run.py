@@ -48,6 +48,11 @@ log = logging.getLogger("holodeck.serve")
 WATCHER_JOIN_SECONDS = 10.0
 #: How long an HTTP shutdown waits for open client connections.
 HTTP_GRACE_SECONDS = 3
+#: How long an idle HTTP connection is kept open: far longer than clients keep one (httpx,
+#: the MCP SDK's client, drops its own much sooner), so the client always closes first.
+#: Closing at the client's own limit, a busy server would reset a connection whose next
+#: request it had not read yet, and that call would fail with a ReadError.
+HTTP_KEEP_ALIVE_SECONDS = 120
 MCP_PATH = "/mcp"
 
 
@@ -200,6 +205,7 @@ async def _serve_http(server: Server, sock: socket.socket, token: str | None) ->
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
+        timeout_keep_alive=HTTP_KEEP_ALIVE_SECONDS,
     )
     web = _Uvicorn(config)
 

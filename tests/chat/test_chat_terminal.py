@@ -135,7 +135,7 @@ def test_llm_session_streams_and_ctrl_c_stops_an_answer(
         child.expect_exact("knowledge_base('dead-letter queue') -> 5 results")
         child.expect_exact("A slow answer")
         child.sendintr()  # Ctrl-C while the answer streams
-        child.expect_exact("(answer interrupted)")
+        child.expect_exact("(answer interrupted; Ctrl-C again quits)")
         child.expect_exact(PROMPT)
 
         child.sendline("And how long are runs kept?")

@@ -9,10 +9,12 @@ a clean exit on SIGTERM with nothing but the protocol on stdout.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,7 +33,7 @@ SCHEMA = {
     "required": ["query"],
 }
 #: How long a change may take to become searchable (debounce + ingest on a busy machine).
-FOLLOW_SECONDS = 30
+FOLLOW_SECONDS = 120
 
 
 @pytest.fixture
@@ -190,6 +192,39 @@ def test_sigint_stops_an_http_server(project: Path) -> None:
     finally:
         server.kill()
     assert "Stopped serving" in server.stderr() and "Traceback" not in server.stderr()
+
+
+#: Longer than an HTTP client keeps an idle connection (httpx, the MCP SDK's, drops it sooner).
+IDLE_SECONDS = 8
+
+
+def test_an_http_server_never_closes_an_idle_connection_before_its_client_does(
+    project: Path,
+) -> None:
+    """Closing first, a busy server would reset a request sent on it that it had not read
+    yet: the client's call fails with a ReadError (a loaded machine broke a serve test so)."""
+    server = HttpServer(project)
+    try:
+        host, port = server.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+        connection = http.client.HTTPConnection(host, int(port), timeout=120)
+        try:
+            assert _get(connection) == 404
+            time.sleep(IDLE_SECONDS)
+            assert _get(connection) == 404  # on the same connection, idle until now
+        finally:
+            connection.close()
+        assert server.stop() == 0
+    finally:
+        server.kill()
+
+
+def _get(connection: http.client.HTTPConnection) -> int:
+    """The status of ``GET /`` on ``connection``, which must stay open for the next one."""
+    connection.request("GET", "/")
+    response = connection.getresponse()
+    response.read()
+    assert response.getheader("connection") != "close"
+    return response.status
 
 
 def test_configuration_mistakes_are_one_line_before_serving(project: Path) -> None:

@@ -212,7 +212,7 @@ def test_ctrl_c_on_a_terminal_ends_the_turn_and_a_hung_call_never_keeps_chat_ali
             child.sendline("Take a nap.")
             wait_for_nap(root, None)
             child.sendintr()  # Ctrl-C while the tool sleeps
-            child.expect_exact("(answer interrupted)")
+            child.expect_exact("(answer interrupted; Ctrl-C again quits)")
             child.expect_exact("you>")
             child.sendline("Are you awake?")
             child.expect_exact("Awake now.")
@@ -228,6 +228,109 @@ def test_ctrl_c_on_a_terminal_ends_the_turn_and_a_hung_call_never_keeps_chat_ali
     assert [(m["role"], m.get("content")) for m in requests[-1]["messages"]] == [
         ("user", "Are you awake?")
     ]
+
+
+def terminal_chat(root: Path) -> pexpect.spawn:
+    """``holodeck chat`` on a real terminal, at its first prompt."""
+    child = spawn_holodeck(
+        "chat",
+        cwd=root,
+        size=(50, 200),
+        env={"PROMPT_TOOLKIT_NO_CPR": "1"},  # pexpect does not answer cursor requests
+        timeout=120,
+    )
+    child.expect_exact("you>")
+    return child
+
+
+def test_ctrl_c_twice_on_a_terminal_ends_chat_while_a_tool_call_hangs(tmp_path: Path) -> None:
+    with FakeOpenAI() as llm:
+        root = make_project(tmp_path, llm.url)  # the default limit: far longer than the test
+        llm.chat.push(
+            tool_calls(("nap", {"seconds": 3600})),
+            text("Awake now."),
+            tool_calls(("nap", {"seconds": 3600})),
+            text("Never sent."),
+        )
+        child = terminal_chat(root)
+        try:
+            child.sendline("Take a nap.")
+            wait_for_nap(root, None)
+            (root / "nap-started").unlink()
+            child.sendintr()  # once: the turn ends, chat goes on
+            child.expect_exact("(answer interrupted; Ctrl-C again quits)")
+            child.expect_exact("you>")
+            child.sendline("Are you awake?")
+            child.expect_exact("Awake now.")
+            child.expect_exact("you>")
+            child.sendline("Take another nap.")
+            wait_for_nap(root, None)
+            child.sendintr()  # twice: chat ends, though both naps go on in their threads
+            child.expect_exact("(answer interrupted; Ctrl-C again quits)")
+            child.sendintr()
+            child.expect_exact("Interrupted.", timeout=60)
+            child.expect(pexpect.EOF, timeout=60)
+            child.close()
+        finally:
+            child.close(force=True)
+        asked = [request["messages"][-1].get("content") for request in llm.chat_requests()]
+    assert child.exitstatus == 130, (child.exitstatus, child.signalstatus)
+    assert asked == ["Take a nap.", "Are you awake?", "Take another nap."]
+
+
+def test_ctrl_c_twice_at_the_prompt_ends_chat_and_once_clears_the_line(tmp_path: Path) -> None:
+    with FakeOpenAI() as llm:
+        root = make_project(tmp_path, llm.url)
+        llm.chat.push(text("Still here."))
+        child = terminal_chat(root)
+        try:
+            child.send("half a quest")
+            child.sendintr()  # a typed line: cleared, chat goes on
+            child.expect_exact("you>")
+            child.sendline("Are you there?")
+            child.expect_exact("Still here.")
+            child.expect_exact("you>")
+            child.sendintr()  # an empty line: the hint
+            child.expect_exact("(Ctrl-C again quits, as do /exit and Ctrl-D)")
+            child.expect_exact("you>")
+            child.sendintr()
+            child.expect_exact("Interrupted.")
+            child.expect(pexpect.EOF)
+            child.close()
+        finally:
+            child.close(force=True)
+        asked = [request["messages"][-1].get("content") for request in llm.chat_requests()]
+    assert child.exitstatus == 130, (child.exitstatus, child.signalstatus)
+    assert asked == ["Are you there?"]
+
+
+def test_a_call_past_request_timeout_on_a_terminal_is_shown_and_chat_goes_on(
+    tmp_path: Path,
+) -> None:
+    with FakeOpenAI() as llm:
+        root = make_project(tmp_path, llm.url, limit="request_timeout: 1")
+        llm.chat.push(
+            tool_calls(("nap", {"seconds": 3600})),
+            quoting_tools("The model read: {result}"),
+            text("Next answer."),
+        )
+        child = terminal_chat(root)
+        try:
+            child.sendline("Take a nap.")
+            child.expect_exact(
+                'nap({"seconds": 3600}) -> error: nap did not return within 1 s (request_timeout)'
+            )
+            child.expect_exact(f"The model read: {TIMED_OUT.format(tool='nap')}")
+            child.expect_exact("you>")
+            child.sendline("And now?")
+            child.expect_exact("Next answer.")
+            child.expect_exact("you>")
+            child.sendline("/exit")
+            child.expect(pexpect.EOF)  # at once, though the nap goes on in its thread
+            child.close()
+        finally:
+            child.close(force=True)
+    assert child.exitstatus == 0
 
 
 TEST_CASES = """
