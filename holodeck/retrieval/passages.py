@@ -22,7 +22,7 @@ MIN_OVERLAP_CHARS = 16
 _RANGE = re.compile(r"^(?P<kind>[a-z]+) (?P<lo>\d+)(?:-(?P<hi>\d+))?$")
 
 
-@dataclass
+@dataclass(slots=True)
 class Scored:
     """One chunk with the score it ranks by and its semantic similarity to the query."""
 

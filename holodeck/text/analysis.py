@@ -206,17 +206,22 @@ def stem_counter(stems: Collection[str]) -> Callable[[str], dict[str, int]]:
     text split as the keyword index splits it (``_`` joins no words). Porter changes only a
     word's ending, so every word of a stem starts with the stem but its last letter: a regex
     finds those words (in C), lower-cased first (a case-blind regex is slower), and
-    only they are stemmed."""
+    only they are stemmed. The regex has no leading word boundary, which would cost a test at
+    every position of the text; a match that starts inside a word is dropped instead."""
     wanted = {s for s in stems if s}
     if not wanted:
         return lambda text: {}
     starts = sorted({re.escape(s[: max(1, len(s) - 1)]) for s in wanted}, key=len, reverse=True)
-    maybe = re.compile(r"\b(?:" + "|".join(starts) + r")[^\W_]*")
+    maybe = re.compile(r"(?:" + "|".join(starts) + r")[^\W_]*")
 
     def counts(text: str) -> dict[str, int]:
         found: dict[str, int] = {}
-        for word in maybe.findall(text.casefold().replace("_", " ")):
-            if (stem := word_stem(word)) in wanted:
+        text = text.casefold().replace("_", " ")
+        for match in maybe.finditer(text):
+            at = match.start()
+            if at and text[at - 1].isalnum():  # inside a word (``\w`` is alnum or ``_``)
+                continue
+            if (stem := word_stem(match.group())) in wanted:
                 found[stem] = found.get(stem, 0) + 1
         return found
 

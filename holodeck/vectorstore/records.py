@@ -44,7 +44,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass
+@dataclass(slots=True)
 class ChunkRecord:
     """One stored chunk with its vector and the ids of all its ancestors."""
 
@@ -98,7 +98,7 @@ class ChunkFilters:
         return self.language is None or rec.language == self.language
 
 
-@dataclass
+@dataclass(slots=True)
 class ChunkHit:
     """A search result: the record and its score.
 

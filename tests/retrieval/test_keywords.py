@@ -10,6 +10,7 @@ from holodeck.text.analysis import (
     idents_text,
     query_identifiers,
     query_terms,
+    stem_counter,
     stems_text,
     words_text,
 )
@@ -115,3 +116,14 @@ def test_threads_stemming_at_once_each_get_their_own_words() -> None:
     with ThreadPoolExecutor(8) as pool:
         for _ in range(5):
             assert list(pool.map(stems_text, texts)) == alone
+
+
+def test_the_pairs_and_feedback_count_whole_words_of_a_stem_only() -> None:
+    """What a query's pairs and feedback count in a chunk: whole words whose stem is asked
+    (any ending, any case, ``_`` and accents as the index splits them), never a word that
+    holds one inside it."""
+    count = stem_counter(["layer", "flow"])
+    text = "Layers of flow; a multilayer overflow, boundary_layer flows, flowing LAYER-wise, fl"
+    assert count(text) == {"layer": 3, "flow": 3}
+    assert count("overflowing multilayered") == {}
+    assert stem_counter([])("layer") == {}

@@ -11,6 +11,7 @@ import itertools
 import json
 import logging
 import sqlite3
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -200,7 +201,7 @@ def old_npz(folder: Path, records: list[ChunkRecord], states: list[DocState]) ->
         "version": 1,
         "info": {"embedding_model": "m", "dimensions": DIMS},
         "records": [
-            {k: v for k, v in vars(r).items() if k not in ("vector", "location")} for r in records
+            {k: v for k, v in asdict(r).items() if k not in ("vector", "location")} for r in records
         ],
         "states": [{"tenant": "t", "library": "kb", "docs": [vars(s) for s in states]}],
     }

@@ -31,6 +31,9 @@ CHUNK_COLUMNS = (
     "c.content, c.embedding_model, c.source_path, c.mtime, c.content_hash, c.token_count, "
     "c.tags, c.language, c.location, c.section"
 )
+#: The vector of a record read without one (shared: read-only, and replaced, never changed).
+_NO_VECTOR = np.zeros(0, dtype=np.float32)
+_NO_VECTOR.flags.writeable = False
 #: Position of the vector's bytes in a row of ``CHUNK_COLUMNS`` followed by ``v.vector``.
 VECTOR_COLUMN = 17
 
@@ -115,11 +118,7 @@ def records_by_id(
 
 def record(row: Sequence[Any], blob: bytes | None) -> ChunkRecord:
     """A ChunkRecord from a row of ``CHUNK_COLUMNS`` (and its vector's bytes, if read)."""
-    vector = (
-        np.frombuffer(blob, dtype=np.float32).copy()
-        if blob is not None
-        else np.zeros(0, dtype=np.float32)
-    )
+    vector = np.frombuffer(blob, dtype=np.float32).copy() if blob is not None else _NO_VECTOR
     return ChunkRecord(
         chunk_id=row[1],
         tenant_id=row[2],

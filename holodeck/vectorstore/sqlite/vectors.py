@@ -129,14 +129,17 @@ class VectorIndex:
         vectors = np.concatenate([f.vectors for f in found])
         scores = vectors @ query if vectors.shape[0] else np.zeros(0, dtype=np.float32)
         best = _top(scores, k)
+        chosen = ids[best].tolist()
         with self._reader.reading() as db:
-            records = records_by_id(db, ids[best].tolist())
+            records = records_by_id(db, chosen)
+        found = vectors[best]  # a copy: each record keeps its own row
+        clipped = np.clip(scores[best], 0.0, 1.0).tolist()
         hits = []
-        for i in best:
-            rec = records.get(int(ids[i]))
+        for row, (row_id, score) in enumerate(zip(chosen, clipped, strict=True)):
+            rec = records.get(row_id)
             if rec is not None:  # deleted since the vectors were read
-                rec.vector = vectors[i].copy()
-                hits.append(ChunkHit(rec, float(np.clip(scores[i], 0.0, 1.0))))
+                rec.vector = found[row]
+                hits.append(ChunkHit(rec, score))
         return hits
 
     def _search_library(self, lib: int, query: np.ndarray, k: int, filters: ChunkFilters) -> Matrix:
