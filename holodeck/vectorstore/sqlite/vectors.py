@@ -67,6 +67,15 @@ MIN_PROBES = 1024
 #: (``codes``); the best RESCORED of those (at least ``k``) are re-scored exactly.
 CANDIDATES = 3000
 RESCORED = 40
+#: A cut at CANDIDATES is unsure when the 10th best 8-bit estimate stands less than this
+#: many deviations of the 4-bit codes' error above the last candidate's 4-bit estimate (a
+#: query near nothing the library holds: its scores are flat); the search then takes twice
+#: the candidates, once (chosen on bench_ivf_rescoring's file and queries; see
+#: benchmarks/README.md, "An unsure cut takes more candidates").
+UNSURE_CUT = 4.5
+#: ... measured at this rank (or ``k``, when fewer are asked): the best ten are what a search
+#: must get exactly; a deeper list (hybrid's candidates) is ranked again by the fusion.
+UNSURE_RANK = 10
 
 
 @dataclass
@@ -158,29 +167,46 @@ class VectorIndex:
         self, library: _Library, query: np.ndarray, k: int, allowed: np.ndarray | None
     ) -> Matrix:
         """The file's best ``k`` in scope, less the rows changed since, with their exact
-        float32 vectors from SQLite: candidates from the lists nearest the query by their
-        4-bit codes (or every allowed row, when a filter leaves few), ranked by their 8-bit
+        float32 vectors from SQLite: the candidates (``_candidates``) ranked by their 8-bit
         codes, the best few re-scored exactly."""
-        base = library.base
-        assert base is not None
-        codes = base.codes
-        if allowed is not None and allowed.size <= sqlite_vector_upkeep.ANN_MIN_ROWS:
-            keys = allowed
-        else:
-            lists = int(base.view.nlist)
-            probes = min(lists, max(probes_for(lists), MIN_PROBES))
-            wanted = min(CANDIDATES, base.row.count)
-            chosen = _selector(allowed)
-            while True:
-                keys = _probe(base.view, query, wanted, probes, chosen)
-                if keys.size < wanted or (~np.isin(keys, library.gone)).sum() >= k:
-                    break
-                wanted = min(wanted * 4, base.row.count)  # most were changed since
-        # the rows the file holds unchanged (the tail has the others)
-        keys = keys[~np.isin(keys, library.gone) & ~np.isin(keys, library.tail.ids)]
-        estimates = codes.scores(keys, query)
+        keys, estimates = self._candidates(library, query, k, allowed)
         best = keys[_top(estimates, max(RESCORED, k))]
         return _best_of(self._read_vectors(best), query, k, None, self._similarities)
+
+    @staticmethod
+    def _candidates(
+        library: _Library, query: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the file a search ranks (in scope, unchanged since: the tail has the
+        others) and their 8-bit estimates: every allowed row when a filter leaves few, else
+        the CANDIDATES best by their 4-bit codes in the lists nearest the query; more when
+        most of those were changed since, and twice as many, once, when the cut is unsure
+        (``_unsure``)."""
+        base = library.base
+        assert base is not None
+
+        def unchanged(ids: np.ndarray) -> np.ndarray:
+            return ~np.isin(ids, library.gone) & ~np.isin(ids, library.tail.ids)
+
+        if allowed is not None and allowed.size <= sqlite_vector_upkeep.ANN_MIN_ROWS:
+            keys = allowed[unchanged(allowed)]
+            return keys, base.codes.scores(keys, query)
+        lists = int(base.view.nlist)
+        probes = min(lists, max(probes_for(lists), MIN_PROBES))
+        wanted = min(CANDIDATES, base.row.count)
+        chosen = _selector(allowed)
+        widened = False
+        while True:
+            found, rough = _probe(base.view, query, wanted, probes, chosen)
+            more = found.size >= wanted and wanted < base.row.count  # a cut that can widen
+            if more and (~np.isin(found, library.gone)).sum() < k:
+                wanted = min(wanted * 4, base.row.count)  # most were changed since
+                continue
+            kept = unchanged(found)
+            keys, estimates = found[kept], base.codes.scores(found[kept], query)
+            if widened or not more or not _unsure(rough[kept], estimates, min(k, UNSURE_RANK)):
+                return keys, estimates
+            widened, wanted = True, min(wanted * 2, base.row.count)
 
     def vectors_of(self, ids: list[int]) -> dict[int, np.ndarray]:
         """The float32 vectors of these row ids (those still there): from the matrices this
@@ -342,18 +368,32 @@ def probes_for(lists: int) -> int:
     return max(1, math.ceil(math.sqrt(PROBE_FACTOR * lists)))
 
 
-def _probe(view: Any, query: np.ndarray, wanted: int, probes: int, chosen: Any) -> np.ndarray:
+def _probe(
+    view: Any, query: np.ndarray, wanted: int, probes: int, chosen: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """The ids of the ``wanted`` best entries (or fewer) in the ``probes`` lists nearest to
-    ``query``, among the ``chosen`` ids (None: all)."""
+    ``query``, among the ``chosen`` ids (None: all), and their 4-bit estimates, best first."""
     import faiss
 
     params = faiss.SearchParametersIVF()
     params.nprobe = probes
     if chosen is not None:
         params.sel = chosen
-    _, ids = view.search(np.ascontiguousarray(query[None, :]), wanted, params=params)
-    found = ids[0]
-    return found[found >= 0].astype(np.int64)
+    rough, ids = view.search(np.ascontiguousarray(query[None, :]), wanted, params=params)
+    found = ids[0] >= 0
+    return ids[0][found].astype(np.int64), rough[0][found]
+
+
+def _unsure(rough: np.ndarray, estimates: np.ndarray, k: int) -> bool:
+    """Whether a cut of the candidates by their 4-bit estimates (``rough``, best first) may
+    have left out one of the best ``k``: the ``k``-th best 8-bit estimate stands less than
+    ``UNSURE_CUT`` deviations of the 4-bit error (their difference, on these candidates)
+    above the last candidate's 4-bit estimate."""
+    if estimates.size <= k:
+        return False
+    error = float(np.std(rough - estimates))
+    kth = float(np.partition(estimates, estimates.size - k)[estimates.size - k])
+    return error > 0 and kth - float(rough[-1]) < UNSURE_CUT * error
 
 
 def _selector(allowed: np.ndarray | None) -> Any:
