@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from holodeck.config.agent_file import find_agent_file
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
+from holodeck.config.files import file_label
 from holodeck.config.loader import Project, ResolvedTool, load_project
+from holodeck.config.yaml_lines import line_of
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
 from holodeck.errors import ConfigError, DamagedIndex, IngestRunning
@@ -309,7 +311,30 @@ class KnowledgeBase:
             settings_file=self.project.agent_path.name,
             take_over=self.project.agent.tenant is not None,
             agent_name=self.project.agent.name,
+            model_key=self._model_key(),
+            model_key_set="embedding_model" in cfg.model_fields_set,
+            model_provider=self._model_provider(),
         )
+
+    def _model_key(self) -> str:
+        """Where this tool's ``embedding_model:`` is written in agent.yaml, or would go."""
+        project, name = self.project, self.name
+        index = next(i for i, t in enumerate(project.agent.tools) if t.name == name)
+        label = file_label(project.agent_path)
+        if "embedding_model" in self.resolved.config.model_fields_set:
+            line = line_of(project.node, ("tools", index, "embedding_model"))
+            return f"{label} line {line} (tools[{index}].embedding_model)"
+        line = line_of(project.node, ("tools", index, "source"))
+        return f"tools[{index}] ({name}) of {label}, below its source: on line {line}"
+
+    def _model_provider(self) -> str:
+        """Who embeds with this tool's model: the provider (and endpoint), empty when local."""
+        from holodeck.embeddings.factory import is_local_model  # loads the local model's code
+
+        model = self.project.agent.embedding_model_config
+        if model is None or is_local_model(self.resolved.embedding_model, self.project.root):
+            return ""
+        return model.provider + (f" at {model.endpoint}" if model.endpoint else "")
 
     def render(
         self,
