@@ -33,6 +33,7 @@ from holodeck.config.loader import Project, ResolvedTool, load_project
 from holodeck.config.yaml_lines import line_of
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
+from holodeck.envvars import LOCK_TIMEOUT
 from holodeck.errors import ConfigError, DamagedIndex, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.library import LibraryTarget, is_current
@@ -222,8 +223,9 @@ class KnowledgeBase:
     ) -> None:
         """The blocking body of ``initialize``, for callers without an event loop.
 
-        ``wait=False`` is for readers (search, chat, test): when another process is ingesting
-        this library, say so in one line and answer from what it has committed so far.
+        ``wait=False`` is for readers (search, chat): when another process is ingesting this
+        library, say so in one line and answer from what it has committed so far. Otherwise
+        (ingest, test) say so and wait for it, at most ``HOLODECK_LOCK_TIMEOUT``.
         """
         source = self.check_source()
         cfg = self.resolved.config
@@ -243,15 +245,22 @@ class KnowledgeBase:
             )
         store = self._open_store(rebuild_unreadable=force_ingest)
         try:
-            self.summary = self._ingest(store, source, force_ingest, progress, wait)
+            self.summary = self._ingest(store, source, force_ingest, progress, wait=False)
         except IngestRunning:
-            if wait:
-                raise
-            log.info(
-                "%s: another ingest is running; answering from what it has stored so far",
-                self.name,
-            )
-            self.summary = None
+            if not wait:
+                log.info(
+                    "%s: another ingest is running; answering from what it has stored so far",
+                    self.name,
+                )
+                self.summary = None
+            else:  # said at once, so a wait is never taken for a hang
+                log.info(
+                    "%s: another ingest is running; waiting up to %g s for it to finish "
+                    "(HOLODECK_LOCK_TIMEOUT sets how long)",
+                    self.name,
+                    LOCK_TIMEOUT.read(),
+                )
+                self.summary = self._ingest(store, source, force_ingest, progress, wait=True)
         self.is_initialized = True
         settle()
 

@@ -1,9 +1,11 @@
 """``holodeck test``: run the test cases and tell CI, by exit code and reports, what broke.
 
 Exit codes: 0 every case passed, 1 a case failed, 2 a configuration mistake, 3 a case errored
-(or ran past ``--timeout``) or ingestion failed, 130 interrupted (Ctrl-C: the cases done so far
-are still shown and written to the reports). Live lines, the table and the summary go to
-stdout; ingestion progress goes to stderr like every other command's.
+(or ran past ``--timeout``) or ingestion failed (or another ingest did not finish within
+``HOLODECK_LOCK_TIMEOUT``: cases are never judged on a half-built index), 130 interrupted
+(Ctrl-C: the cases done so far are still shown and written to the reports). Live lines, the
+table and the summary go to stdout; ingestion progress goes to stderr like every other
+command's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from holodeck.cli.progress import ingest_tools
 from holodeck.config.cases import TestCase
 from holodeck.config.loader import load_project
 from holodeck.console import make_console
-from holodeck.errors import ConfigError
+from holodeck.errors import ConfigError, IngestRunning
 from holodeck.testing.baseline import DEFAULT_MAX_DROP, compare, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
 from holodeck.testing.outcomes import CaseResult, SuiteResult
@@ -41,7 +43,7 @@ from holodeck.testing.runner import DEFAULT_CASE_TIMEOUT, TestRunner
 from holodeck.tools.callables import CallableTool
 from holodeck.tools.function_tool import load_function_tools
 from holodeck.tools.initialize import agent_functions
-from holodeck.tools.vectorstore_tool import build_tools
+from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools
 
 _LABEL = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
 _STYLE = {"passed": "green", "failed": "red", "error": "bold red"}
@@ -149,9 +151,12 @@ def test(
 ) -> None:
     """Run the agent's test cases (ingesting whatever changed first).
 
+    An ingest another process is running is waited for (at most HOLODECK_LOCK_TIMEOUT
+    seconds): cases are never judged on a half-built index.
+
     Exit codes: 0 all passed, 1 a case failed, 2 a configuration mistake, 3 a case errored
-    (LLM unreachable, Redis lost, past --timeout) or ingestion failed, 130 interrupted
-    (Ctrl-C: the cases done so far are reported).
+    (LLM unreachable, Redis lost, past --timeout) or ingestion failed or did not finish in
+    time, 130 interrupted (Ctrl-C: the cases done so far are reported).
     """
     if report_fmt and report_path is None:
         raise click.UsageError("--format needs --report PATH")
@@ -180,7 +185,7 @@ def test(
         runner.evaluator.prepare(cases)  # a judge without a key: exit 2 before any work
         # Function tools are imported now: a missing function is exit 2 before any ingest.
         functions = load_function_tools(project) if runner.mode == "llm" else []
-        ingest_tools(tools, force_ingest, quiet, wait=False)
+        _ingest_whole(tools, force_ingest, quiet)
         out.header(runner.mode, project.agent.model.name if project.agent.model else None)
         try:
             with out.spinner():
@@ -202,6 +207,19 @@ def test(
         write_junit(suite, junit_path)
         out.note(f"JUnit: {junit_path}")
     ctx.exit(suite.exit_code)
+
+
+def _ingest_whole(tools: list[VectorStoreTool], force: bool, quiet: bool) -> None:
+    """Bring every knowledge base in step before a case is judged; an ingest another process
+    is running is waited for (with a line saying so), since cases judged on a half-built
+    index fail for files not in yet; past HOLODECK_LOCK_TIMEOUT nothing is run (exit 3)."""
+    try:
+        ingest_tools(tools, force, quiet, wait=True)
+    except IngestRunning as exc:
+        raise IngestRunning(
+            f"{exc}; no case was run (on a half-built index they fail for files not in yet): "
+            "run holodeck test once it is done, or set HOLODECK_LOCK_TIMEOUT to wait longer"
+        ) from None
 
 
 async def _run(
