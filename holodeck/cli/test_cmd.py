@@ -28,7 +28,8 @@ from holodeck.config.cases import TestCase
 from holodeck.config.loader import load_project
 from holodeck.console import make_console
 from holodeck.errors import ConfigError, IngestRunning
-from holodeck.testing.baseline import DEFAULT_MAX_DROP, compare, load_baseline
+from holodeck.evaluations import score_text
+from holodeck.testing.baseline import DEFAULT_MAX_DROP, BaselineCheck, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
 from holodeck.testing.outcomes import CaseResult, SuiteResult
 from holodeck.testing.report_markdown import baseline_line, judge_usage
@@ -50,6 +51,8 @@ _STYLE = {"passed": "green", "failed": "red", "error": "bold red"}
 _METRIC_LABEL = {**_LABEL, "skipped": "skipped"}
 _METRIC_STYLE = {**_STYLE, "skipped": "dim"}
 _NAME_WIDTH = 40
+#: The most of a reason a line in a pipe shows (the reports keep it whole).
+_REASON_CHARS = 100
 
 
 class _TestCommand(click.Command):
@@ -163,7 +166,11 @@ def test(
     project = load_project(agent_path(agent_opt, agent_arg))
     cases = select_cases(load_cases(project), keywords, limit)
     fmt = report_format(report_path, report_fmt) if report_path else None
-    baseline = load_baseline(baseline_path) if baseline_path else None
+    baseline = (
+        BaselineCheck(load_baseline(baseline_path), str(baseline_path), max_drop)
+        if baseline_path
+        else None
+    )
     tools = build_tools(project)
     if not tools and project.agent.model is None:
         raise ConfigError(
@@ -171,7 +178,7 @@ def test(
             "is nothing to test; add a tool to tools: (or a model:)"
         )
     quiet = bool(ctx.obj.get("quiet"))
-    out = _Output(make_console(highlight=False, soft_wrap=True), cases, quiet)
+    out = _Output(make_console(highlight=False, soft_wrap=True), cases, quiet, baseline)
     try:
         runner = TestRunner(
             project,
@@ -195,8 +202,8 @@ def test(
     finally:
         for tool in tools:
             tool.close()
-    if baseline is not None and baseline_path is not None and not suite.not_run:
-        suite.baseline = compare(suite, baseline, str(baseline_path), max_drop)
+    if baseline is not None:  # each case was compared as it ended (``_Output.done``)
+        suite.baseline = baseline.outcome
     out.table(suite)
     out.metrics(suite)
     out.summary(suite)
@@ -238,11 +245,21 @@ def _warn(line: str) -> None:
 
 
 class _Output:
-    """What a person (or a CI log) sees while and after the cases run."""
+    """What a person (or a CI log) sees while and after the cases run: on a terminal, tables;
+    in a pipe or a file, one line per case and per metric, reasons shortened (the reports
+    keep them whole)."""
 
-    def __init__(self, console: Console, cases: list[TestCase], quiet: bool) -> None:
+    def __init__(
+        self,
+        console: Console,
+        cases: list[TestCase],
+        quiet: bool,
+        baseline: BaselineCheck | None = None,
+    ) -> None:
         self.console = console
         self.quiet = quiet
+        self.baseline = baseline
+        self.compact = not console.is_terminal
         self.total = len(cases)
         self.width = min(_NAME_WIDTH, max(len(c.name) for c in cases))
         self.running: dict[int, str] = {}
@@ -273,6 +290,8 @@ class _Output:
         self._refresh()
 
     def done(self, result: CaseResult) -> None:
+        if self.baseline is not None:  # before its line: the line is the case's verdict
+            self.baseline.apply(result)
         self.running.pop(result.index, None)
         self.finished += 1
         self._refresh()
@@ -283,7 +302,8 @@ class _Output:
         line.append(f" {_clip(result.case.name, self.width):<{self.width}}")
         line.append(f" {result.latency:6.2f} s")
         if result.reason:
-            line.append(f"  {result.reason}", style=None if result.status == "passed" else "dim")
+            reason = _short(result.reason) if self.compact else result.reason
+            line.append(f"  {reason}", style=None if result.status == "passed" else "dim")
         self.console.print(line)
 
     def _refresh(self) -> None:
@@ -294,6 +314,19 @@ class _Output:
 
     def table(self, suite: SuiteResult) -> None:
         if self.quiet:
+            return
+        if self.compact:
+            self.console.print("Results:")
+            for r in suite.results:
+                cells = [f"  {r.index:>2} {_LABEL[r.status]:<5} {r.case.name}"]
+                if r.case.expected_sources:
+                    cells.append(f"rank {r.first_rank if r.first_rank is not None else '-'}")
+                if r.ground_truth_score is not None:
+                    cells.append(f"gt sim {score_text(r.ground_truth_score)}")
+                cells.append(f"{r.latency:.2f} s")
+                if _failed_checks(r):
+                    cells.append(f"failed: {_failed_checks(r)}")
+                self.console.print(", ".join(cells), markup=False)
             return
         table = Table(
             title="Results (rank: best rank of an expected source; gt sim: ground_truth "
@@ -321,7 +354,7 @@ class _Output:
                 r.case.name,
                 Text(_LABEL[r.status], style=_STYLE[r.status]),
                 first,
-                f"{score:.2f}" if score is not None else "",
+                score_text(score) if score is not None else "",
                 f"{r.latency:.2f} s",
                 _failed_checks(r),
             )
@@ -365,13 +398,24 @@ class _Output:
             self.console.print(Text(baseline_line(b), style="red" if b["regressions"] else "green"))
             for r in b["regressions"]:
                 self.console.print(
-                    f"  {r['case']}: {r['metric']} {r['before']:.2f} -> {r['after']:.2f}"
+                    f"  {r['case']}: {r['metric']} {score_text(r['before'])} -> "
+                    f"{score_text(r['after'])}"
                 )
 
     def metrics(self, suite: SuiteResult) -> None:
         """Each case's evaluation metrics: score, threshold, result and the judge's reason."""
         rows = [(r, m) for r in suite.results for m in r.metrics]
         if self.quiet or not rows:
+            return
+        if self.compact:
+            self.console.print("Evaluations:")
+            for r, m in rows:
+                score = "-" if m.score is None else score_text(m.score)
+                limit = "" if m.threshold is None else f" (threshold {score_text(m.threshold)})"
+                line = f"  {r.case.name}: {m.name} {score}{limit} {_METRIC_LABEL[m.status]}"
+                self.console.print(
+                    line + (f": {_short(m.reason)}" if m.reason else ""), markup=False
+                )
             return
         table = Table(title="Evaluations", title_justify="left")
         for name, justify in (
@@ -387,8 +431,8 @@ class _Output:
             table.add_row(
                 r.case.name,
                 m.name,
-                "-" if m.score is None else f"{m.score:.2f}",
-                "-" if m.threshold is None else f"{m.threshold:.2f}",
+                "-" if m.score is None else score_text(m.score),
+                "-" if m.threshold is None else score_text(m.threshold),
                 Text(_METRIC_LABEL[m.status], style=_METRIC_STYLE[m.status]),
                 m.reason,
             )
@@ -417,4 +461,9 @@ def _clip(text: str, width: int) -> str:
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else score_text(value)
+
+
+def _short(reason: str) -> str:
+    """A reason on one line of a CI log: whitespace folded, cut at ``_REASON_CHARS``."""
+    return _clip(" ".join(reason.split()), _REASON_CHARS)
