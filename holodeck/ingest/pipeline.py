@@ -109,20 +109,23 @@ def _check_model(
     wanted = IndexInfo(embedder.model_id, embedder.dimensions)
     if info is None or info == wanted:
         return False
-    keep = _keep_model(info.embedding_model, target)
+    # The same name making vectors of another length (a model pulled again): no line keeps it.
+    same_name = info.embedding_model == wanted.embedding_model
+    keep = "" if same_name else _keep_model(info.embedding_model, target)
     others = store.total_count() - store.count(target.tenant_id, target.library_id)
     if others > 0:  # a rebuild would drop them: --force-ingest is no way out here
         raise ConfigError(
             f"the shared index holds {others} chunks of other libraries made with "
-            f"{info.embedding_model}; {keep}, or give this tool its own database index_name "
-            f"to use {wanted.embedding_model}"
+            f"{info.embedding_model}; {keep + ', or ' if keep else ''}give this tool its own "
+            f"database index_name to use {wanted.embedding_model}"
         )
     if not force:
+        either = f"either {keep} (nothing is re-embedded), or rebuild it" if keep else "rebuild it"
         raise ConfigError(
             f"{target.library_id}: the index was built with {info.embedding_model} "
             f"({info.dimensions} dims) but the tool now uses {wanted.embedding_model} "
-            f"({wanted.dimensions} dims); either {keep} (nothing is re-embedded), or rebuild "
-            f"it: `holodeck ingest --force-ingest` {_rebuild_cost(store, embedder, target)}"
+            f"({wanted.dimensions} dims); {either}: `holodeck ingest --force-ingest` "
+            f"{_rebuild_cost(store, embedder, target)}"
         )
     log.warning(
         "Embedding model changed (%s -> %s): rebuilding %s",
