@@ -28,9 +28,12 @@ from typing import TYPE_CHECKING, Any, Self
 
 from holodeck.config.agent_file import find_agent_file
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
+from holodeck.config.files import file_label
 from holodeck.config.loader import Project, ResolvedTool, load_project
+from holodeck.config.yaml_lines import line_of
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
+from holodeck.envvars import LOCK_TIMEOUT
 from holodeck.errors import ConfigError, DamagedIndex, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.library import LibraryTarget, is_current
@@ -220,8 +223,9 @@ class KnowledgeBase:
     ) -> None:
         """The blocking body of ``initialize``, for callers without an event loop.
 
-        ``wait=False`` is for readers (search, chat, test): when another process is ingesting
-        this library, say so in one line and answer from what it has committed so far.
+        ``wait=False`` is for readers (search, chat): when another process is ingesting this
+        library, say so in one line and answer from what it has committed so far. Otherwise
+        (ingest, test) say so and wait for it, at most ``HOLODECK_LOCK_TIMEOUT``.
         """
         source = self.check_source()
         cfg = self.resolved.config
@@ -241,15 +245,22 @@ class KnowledgeBase:
             )
         store = self._open_store(rebuild_unreadable=force_ingest)
         try:
-            self.summary = self._ingest(store, source, force_ingest, progress, wait)
+            self.summary = self._ingest(store, source, force_ingest, progress, wait=False)
         except IngestRunning:
-            if wait:
-                raise
-            log.info(
-                "%s: another ingest is running; answering from what it has stored so far",
-                self.name,
-            )
-            self.summary = None
+            if not wait:
+                log.info(
+                    "%s: another ingest is running; answering from what it has stored so far",
+                    self.name,
+                )
+                self.summary = None
+            else:  # said at once, so a wait is never taken for a hang
+                log.info(
+                    "%s: another ingest is running; waiting up to %g s for it to finish "
+                    "(HOLODECK_LOCK_TIMEOUT sets how long)",
+                    self.name,
+                    LOCK_TIMEOUT.read(),
+                )
+                self.summary = self._ingest(store, source, force_ingest, progress, wait=True)
         self.is_initialized = True
         settle()
 
@@ -309,7 +320,30 @@ class KnowledgeBase:
             settings_file=self.project.agent_path.name,
             take_over=self.project.agent.tenant is not None,
             agent_name=self.project.agent.name,
+            model_key=self._model_key(),
+            model_key_set="embedding_model" in cfg.model_fields_set,
+            model_provider=self._model_provider(),
         )
+
+    def _model_key(self) -> str:
+        """Where this tool's ``embedding_model:`` is written in agent.yaml, or would go."""
+        project, name = self.project, self.name
+        index = next(i for i, t in enumerate(project.agent.tools) if t.name == name)
+        label = file_label(project.agent_path)
+        if "embedding_model" in self.resolved.config.model_fields_set:
+            line = line_of(project.node, ("tools", index, "embedding_model"))
+            return f"{label} line {line} (tools[{index}].embedding_model)"
+        line = line_of(project.node, ("tools", index, "source"))
+        return f"tools[{index}] ({name}) of {label}, below its source: on line {line}"
+
+    def _model_provider(self) -> str:
+        """Who embeds with this tool's model: the provider (and endpoint), empty when local."""
+        from holodeck.embeddings.factory import is_local_model  # loads the local model's code
+
+        model = self.project.agent.embedding_model_config
+        if model is None or is_local_model(self.resolved.embedding_model, self.project.root):
+            return ""
+        return model.provider + (f" at {model.endpoint}" if model.endpoint else "")
 
     def render(
         self,

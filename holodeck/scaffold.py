@@ -19,7 +19,7 @@ from pathlib import Path
 
 from holodeck.config.agent_file import AGENT_FILE
 from holodeck.config.envsubst import literal
-from holodeck.config.loader import PROJECT_CONFIG
+from holodeck.config.loader import DEFAULT_LOCAL_MODEL, PROJECT_CONFIG
 from holodeck.errors import ConfigError
 
 DEFAULT_SOURCE = "docs"
@@ -313,7 +313,10 @@ tools:
     name: {TOOL_NAME}            # letters, digits, underscores: the name LLMs and MCP clients see
     description: {_quote(f"Search the documents in {where}")}
     source: {_quote(where)}
-{types}    top_k: 5                        # results per search (1-100)
+{types}    # The local model the index is built with; it stays when a model: is added above
+    # (another one means re-embedding every document: `holodeck ingest --force-ingest`).
+    embedding_model: {DEFAULT_LOCAL_MODEL}
+    top_k: 5                        # results per search (1-100)
 
 # Metrics that judge each case's answer (`holodeck test`), asked of a judge model. Uncomment
 # with a model: above; standard ones (rouge, bleu, f1_score, equality, numeric) need none.

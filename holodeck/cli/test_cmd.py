@@ -1,9 +1,11 @@
 """``holodeck test``: run the test cases and tell CI, by exit code and reports, what broke.
 
 Exit codes: 0 every case passed, 1 a case failed, 2 a configuration mistake, 3 a case errored
-(or ran past ``--timeout``) or ingestion failed, 130 interrupted (Ctrl-C: the cases done so far
-are still shown and written to the reports). Live lines, the table and the summary go to
-stdout; ingestion progress goes to stderr like every other command's.
+(or ran past ``--timeout``) or ingestion failed (or another ingest did not finish within
+``HOLODECK_LOCK_TIMEOUT``: cases are never judged on a half-built index), 130 interrupted
+(Ctrl-C: the cases done so far are still shown and written to the reports). Live lines, the
+table and the summary go to stdout; ingestion progress goes to stderr like every other
+command's.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from holodeck.cli.progress import ingest_tools
 from holodeck.config.cases import TestCase
 from holodeck.config.loader import load_project
 from holodeck.console import make_console
-from holodeck.errors import ConfigError
-from holodeck.testing.baseline import DEFAULT_MAX_DROP, compare, load_baseline
+from holodeck.errors import ConfigError, IngestRunning
+from holodeck.evaluations import score_text
+from holodeck.testing.baseline import DEFAULT_MAX_DROP, BaselineCheck, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
 from holodeck.testing.outcomes import CaseResult, SuiteResult
 from holodeck.testing.report_markdown import baseline_line, judge_usage
@@ -41,13 +44,15 @@ from holodeck.testing.runner import DEFAULT_CASE_TIMEOUT, TestRunner
 from holodeck.tools.callables import CallableTool
 from holodeck.tools.function_tool import load_function_tools
 from holodeck.tools.initialize import agent_functions
-from holodeck.tools.vectorstore_tool import build_tools
+from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools
 
 _LABEL = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
 _STYLE = {"passed": "green", "failed": "red", "error": "bold red"}
 _METRIC_LABEL = {**_LABEL, "skipped": "skipped"}
 _METRIC_STYLE = {**_STYLE, "skipped": "dim"}
 _NAME_WIDTH = 40
+#: The most of a reason a line in a pipe shows (the reports keep it whole).
+_REASON_CHARS = 100
 
 
 class _TestCommand(click.Command):
@@ -149,16 +154,23 @@ def test(
 ) -> None:
     """Run the agent's test cases (ingesting whatever changed first).
 
+    An ingest another process is running is waited for (at most HOLODECK_LOCK_TIMEOUT
+    seconds): cases are never judged on a half-built index.
+
     Exit codes: 0 all passed, 1 a case failed, 2 a configuration mistake, 3 a case errored
-    (LLM unreachable, Redis lost, past --timeout) or ingestion failed, 130 interrupted
-    (Ctrl-C: the cases done so far are reported).
+    (LLM unreachable, Redis lost, past --timeout) or ingestion failed or did not finish in
+    time, 130 interrupted (Ctrl-C: the cases done so far are reported).
     """
     if report_fmt and report_path is None:
         raise click.UsageError("--format needs --report PATH")
     project = load_project(agent_path(agent_opt, agent_arg))
     cases = select_cases(load_cases(project), keywords, limit)
     fmt = report_format(report_path, report_fmt) if report_path else None
-    baseline = load_baseline(baseline_path) if baseline_path else None
+    baseline = (
+        BaselineCheck(load_baseline(baseline_path), str(baseline_path), max_drop)
+        if baseline_path
+        else None
+    )
     tools = build_tools(project)
     if not tools and project.agent.model is None:
         raise ConfigError(
@@ -166,7 +178,7 @@ def test(
             "is nothing to test; add a tool to tools: (or a model:)"
         )
     quiet = bool(ctx.obj.get("quiet"))
-    out = _Output(make_console(highlight=False, soft_wrap=True), cases, quiet)
+    out = _Output(make_console(highlight=False, soft_wrap=True), cases, quiet, baseline)
     try:
         runner = TestRunner(
             project,
@@ -180,7 +192,7 @@ def test(
         runner.evaluator.prepare(cases)  # a judge without a key: exit 2 before any work
         # Function tools are imported now: a missing function is exit 2 before any ingest.
         functions = load_function_tools(project) if runner.mode == "llm" else []
-        ingest_tools(tools, force_ingest, quiet, wait=False)
+        _ingest_whole(tools, force_ingest, quiet)
         out.header(runner.mode, project.agent.model.name if project.agent.model else None)
         try:
             with out.spinner():
@@ -190,8 +202,8 @@ def test(
     finally:
         for tool in tools:
             tool.close()
-    if baseline is not None and baseline_path is not None and not suite.not_run:
-        suite.baseline = compare(suite, baseline, str(baseline_path), max_drop)
+    if baseline is not None:  # each case was compared as it ended (``_Output.done``)
+        suite.baseline = baseline.outcome
     out.table(suite)
     out.metrics(suite)
     out.summary(suite)
@@ -202,6 +214,19 @@ def test(
         write_junit(suite, junit_path)
         out.note(f"JUnit: {junit_path}")
     ctx.exit(suite.exit_code)
+
+
+def _ingest_whole(tools: list[VectorStoreTool], force: bool, quiet: bool) -> None:
+    """Bring every knowledge base in step before a case is judged; an ingest another process
+    is running is waited for (with a line saying so), since cases judged on a half-built
+    index fail for files not in yet; past HOLODECK_LOCK_TIMEOUT nothing is run (exit 3)."""
+    try:
+        ingest_tools(tools, force, quiet, wait=True)
+    except IngestRunning as exc:
+        raise IngestRunning(
+            f"{exc}; no case was run (on a half-built index they fail for files not in yet): "
+            "run holodeck test once it is done, or set HOLODECK_LOCK_TIMEOUT to wait longer"
+        ) from None
 
 
 async def _run(
@@ -220,11 +245,21 @@ def _warn(line: str) -> None:
 
 
 class _Output:
-    """What a person (or a CI log) sees while and after the cases run."""
+    """What a person (or a CI log) sees while and after the cases run: on a terminal, tables;
+    in a pipe or a file, one line per case and per metric, reasons shortened (the reports
+    keep them whole)."""
 
-    def __init__(self, console: Console, cases: list[TestCase], quiet: bool) -> None:
+    def __init__(
+        self,
+        console: Console,
+        cases: list[TestCase],
+        quiet: bool,
+        baseline: BaselineCheck | None = None,
+    ) -> None:
         self.console = console
         self.quiet = quiet
+        self.baseline = baseline
+        self.compact = not console.is_terminal
         self.total = len(cases)
         self.width = min(_NAME_WIDTH, max(len(c.name) for c in cases))
         self.running: dict[int, str] = {}
@@ -255,6 +290,8 @@ class _Output:
         self._refresh()
 
     def done(self, result: CaseResult) -> None:
+        if self.baseline is not None:  # before its line: the line is the case's verdict
+            self.baseline.apply(result)
         self.running.pop(result.index, None)
         self.finished += 1
         self._refresh()
@@ -265,7 +302,8 @@ class _Output:
         line.append(f" {_clip(result.case.name, self.width):<{self.width}}")
         line.append(f" {result.latency:6.2f} s")
         if result.reason:
-            line.append(f"  {result.reason}", style=None if result.status == "passed" else "dim")
+            reason = _short(result.reason) if self.compact else result.reason
+            line.append(f"  {reason}", style=None if result.status == "passed" else "dim")
         self.console.print(line)
 
     def _refresh(self) -> None:
@@ -276,6 +314,19 @@ class _Output:
 
     def table(self, suite: SuiteResult) -> None:
         if self.quiet:
+            return
+        if self.compact:
+            self.console.print("Results:")
+            for r in suite.results:
+                cells = [f"  {r.index:>2} {_LABEL[r.status]:<5} {r.case.name}"]
+                if r.case.expected_sources:
+                    cells.append(f"rank {r.first_rank if r.first_rank is not None else '-'}")
+                if r.ground_truth_score is not None:
+                    cells.append(f"gt sim {score_text(r.ground_truth_score)}")
+                cells.append(f"{r.latency:.2f} s")
+                if _failed_checks(r):
+                    cells.append(f"failed: {_failed_checks(r)}")
+                self.console.print(", ".join(cells), markup=False)
             return
         table = Table(
             title="Results (rank: best rank of an expected source; gt sim: ground_truth "
@@ -303,7 +354,7 @@ class _Output:
                 r.case.name,
                 Text(_LABEL[r.status], style=_STYLE[r.status]),
                 first,
-                f"{score:.2f}" if score is not None else "",
+                score_text(score) if score is not None else "",
                 f"{r.latency:.2f} s",
                 _failed_checks(r),
             )
@@ -347,13 +398,24 @@ class _Output:
             self.console.print(Text(baseline_line(b), style="red" if b["regressions"] else "green"))
             for r in b["regressions"]:
                 self.console.print(
-                    f"  {r['case']}: {r['metric']} {r['before']:.2f} -> {r['after']:.2f}"
+                    f"  {r['case']}: {r['metric']} {score_text(r['before'])} -> "
+                    f"{score_text(r['after'])}"
                 )
 
     def metrics(self, suite: SuiteResult) -> None:
         """Each case's evaluation metrics: score, threshold, result and the judge's reason."""
         rows = [(r, m) for r in suite.results for m in r.metrics]
         if self.quiet or not rows:
+            return
+        if self.compact:
+            self.console.print("Evaluations:")
+            for r, m in rows:
+                score = "-" if m.score is None else score_text(m.score)
+                limit = "" if m.threshold is None else f" (threshold {score_text(m.threshold)})"
+                line = f"  {r.case.name}: {m.name} {score}{limit} {_METRIC_LABEL[m.status]}"
+                self.console.print(
+                    line + (f": {_short(m.reason)}" if m.reason else ""), markup=False
+                )
             return
         table = Table(title="Evaluations", title_justify="left")
         for name, justify in (
@@ -369,8 +431,8 @@ class _Output:
             table.add_row(
                 r.case.name,
                 m.name,
-                "-" if m.score is None else f"{m.score:.2f}",
-                "-" if m.threshold is None else f"{m.threshold:.2f}",
+                "-" if m.score is None else score_text(m.score),
+                "-" if m.threshold is None else score_text(m.threshold),
                 Text(_METRIC_LABEL[m.status], style=_METRIC_STYLE[m.status]),
                 m.reason,
             )
@@ -399,4 +461,9 @@ def _clip(text: str, width: int) -> str:
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else score_text(value)
+
+
+def _short(reason: str) -> str:
+    """A reason on one line of a CI log: whitespace folded, cut at ``_REASON_CHARS``."""
+    return _clip(" ".join(reason.split()), _REASON_CHARS)

@@ -6,6 +6,7 @@ when something must be embedded.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -29,6 +30,16 @@ KNOWN_MODELS: dict[str, ModelFacts] = {
     "text-embedding-3-large": ModelFacts(3072, 8191, "openai"),
     "text-embedding-ada-002": ModelFacts(1536, 8191, "openai"),
 }
+
+
+def setting_for(model_id: str) -> str | None:
+    """The ``embedding_model:`` value that selects the model stored as ``model_id``; None for
+    a model folder (its id is the folder's name and a hash of its file, not its path)."""
+    if model_id == LOCAL_MODEL_ID:
+        return LOCAL_DEFAULT
+    if model_id not in KNOWN_MODELS and re.search(r"-[0-9a-f]{12}$", model_id):
+        return None
+    return model_id
 
 
 def facts(model: str) -> ModelFacts | None:

@@ -34,6 +34,11 @@ def is_local_model_name(name: str | None) -> bool:
     return name is None or name in LOCAL_MODEL_ALIASES
 
 
+def is_local_model(embedding_model: str | None, project_root: Path) -> bool:
+    """Whether ``embedding_model`` runs on this machine (the built-in model or a folder)."""
+    return is_local_model_name(embedding_model) or _is_local_path(embedding_model, project_root)
+
+
 def make_local_embedder(embedding_model: str | None, project_root: Path) -> Embedder:
     """The local embedder ``embedding_model`` names: the built-in one or a model folder.
 
@@ -61,7 +66,7 @@ def make_embedder(
     A remote name goes to the provider of ``model`` (OpenAI, Azure OpenAI deployment, Ollama
     model) through its OpenAI-compatible embeddings API; without a ``model:`` it must be local.
     """
-    if is_local_model_name(embedding_model) or _is_local_path(embedding_model, project_root):
+    if is_local_model(embedding_model, project_root):
         return make_local_embedder(embedding_model, project_root)
     assert embedding_model is not None
     if model is None:

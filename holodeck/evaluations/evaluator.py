@@ -28,6 +28,7 @@ from holodeck.config.envsubst import environment_for
 from holodeck.config.evaluations import GEvalMetric, RagMetric, StandardMetric
 from holodeck.config.llm import ModelConfig
 from holodeck.config.loader import Project
+from holodeck.evaluations import score_text
 from holodeck.evaluations.cache import JudgeCache
 from holodeck.evaluations.geval import StepsStore, score_geval
 from holodeck.evaluations.judge import Judge, JudgeError, Usage
@@ -62,9 +63,10 @@ class MetricResult:
             return f"{self.name}: skipped: {self.reason}"
         assert self.score is not None
         if self.threshold is None:
-            return f"{self.name} {self.score:.2f}: {self.reason}"
+            return f"{self.name} {score_text(self.score)}: {self.reason}"
         sign = ">=" if self.status == "passed" else "<"
-        return f"{self.name} {self.score:.2f} {sign} {self.threshold:.2f}: {self.reason}"
+        shown = f"{score_text(self.score)} {sign} {score_text(self.threshold)}"
+        return f"{self.name} {shown}: {self.reason}"
 
 
 def case_metrics(project: Project, case: Turn) -> list[AnyMetric]:

@@ -41,6 +41,13 @@ class LibraryTarget:
     take_over: bool = False
     #: The agent's name, for messages (default: the tenant).
     agent_name: str = ""
+    #: Where the tool's ``embedding_model:`` is written (``agent.yaml line 18
+    #: (tools[0].embedding_model)``) or would go (``tools[0] (kb) of agent.yaml, below its
+    #: source: on line 16``), and who embeds with the tool's model (``openai``; empty:
+    #: locally): for the message that refuses a changed model.
+    model_key: str = ""
+    model_key_set: bool = False
+    model_provider: str = ""
 
 
 def is_current(store: VectorStore, model_id: str, target: LibraryTarget) -> bool:

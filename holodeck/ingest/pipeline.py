@@ -17,8 +17,9 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from holodeck.embeddings.base import Embedder
+from holodeck.embeddings.catalog import setting_for
 from holodeck.envvars import LOCK_TIMEOUT
-from holodeck.errors import IngestError, ValidationError
+from holodeck.errors import ConfigError, ValidationError
 from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ingest.embed_windows import WindowedIngest, _display_path
 from holodeck.ingest.library import LibraryTarget, unchanged
@@ -99,23 +100,32 @@ def ingest_library(
 def _check_model(
     store: VectorStore, embedder: Embedder, target: LibraryTarget, force: bool
 ) -> bool:
-    """Refuse to mix embedding models; with ``force``, rebuild. Returns True when rebuilt."""
+    """Refuse to mix embedding models; with ``force``, rebuild. Returns True when rebuilt.
+
+    The refusal is a configuration matter (exit code 2) and names both ways out: keep the
+    model the index was built with (the line for agent.yaml), or rebuild (what it re-embeds
+    and where it sends it)."""
     info = store.describe_index()
     wanted = IndexInfo(embedder.model_id, embedder.dimensions)
     if info is None or info == wanted:
         return False
+    # The same name making vectors of another length (a model pulled again): no line keeps it.
+    same_name = info.embedding_model == wanted.embedding_model
+    keep = "" if same_name else _keep_model(info.embedding_model, target)
     others = store.total_count() - store.count(target.tenant_id, target.library_id)
     if others > 0:  # a rebuild would drop them: --force-ingest is no way out here
-        raise IngestError(
+        raise ConfigError(
             f"the shared index holds {others} chunks of other libraries made with "
-            f"{info.embedding_model}; give this tool its own database index_name to use "
-            f"{wanted.embedding_model}"
+            f"{info.embedding_model}; {keep + ', or ' if keep else ''}give this tool its own "
+            f"database index_name to use {wanted.embedding_model}"
         )
     if not force:
-        raise IngestError(
-            f"the index of {target.library_id!r} was built with {info.embedding_model} "
+        either = f"either {keep} (nothing is re-embedded), or rebuild it" if keep else "rebuild it"
+        raise ConfigError(
+            f"{target.library_id}: the index was built with {info.embedding_model} "
             f"({info.dimensions} dims) but the tool now uses {wanted.embedding_model} "
-            f"({wanted.dimensions} dims); run `holodeck ingest --force-ingest` to rebuild it"
+            f"({wanted.dimensions} dims); {either}: `holodeck ingest --force-ingest` "
+            f"{_rebuild_cost(store, embedder, target)}"
         )
     log.warning(
         "Embedding model changed (%s -> %s): rebuilding %s",
@@ -125,6 +135,34 @@ def _check_model(
     )
     store.rebuild(wanted)
     return True
+
+
+def _keep_model(model_id: str, target: LibraryTarget) -> str:
+    """How to keep the model the index was built with: the agent.yaml line, and where."""
+    setting = setting_for(model_id)
+    value = f"embedding_model: {setting}" if setting else "embedding_model: <its folder>"
+    kept = setting or f"the model folder it was built with ({model_id})"
+    where = target.model_key or "the tool in its agent file"
+    if target.model_key_set:
+        return f"keep {kept}: set `{value}` on {where}"
+    return f"keep {kept}: add `{value}` to {where}"
+
+
+def _rebuild_cost(store: VectorStore, embedder: Embedder, target: LibraryTarget) -> str:
+    """What a rebuild re-embeds (documents, chunks, about how many of the new model's
+    tokens) and where those go: a paid API is named, so nobody pays for it unawares."""
+    tenant, library = target.tenant_id, target.library_id
+    docs = store.doc_ids(tenant, library)
+    chunks = tokens = 0
+    for doc in docs:
+        for rec in store.doc_chunks(tenant, library, doc):
+            chunks += 1
+            tokens += embedder.tokens.count(rec.content)
+    where = f"through {target.model_provider}" if target.model_provider else "locally"
+    return (
+        f"re-embeds all it holds (documents: {len(docs):,}, chunks: {chunks:,}, about "
+        f"{tokens:,} tokens) {where} with {embedder.model_id}"
+    )
 
 
 class _Run:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from holodeck.errors import ConfigError
-from holodeck.testing.outcomes import BaselineResult, CaseResult, Regression, SuiteResult
+from holodeck.testing.outcomes import BaselineResult, CaseResult, Regression
 
 DEFAULT_MAX_DROP = 0.05
 #: A drop this much over ``max_drop`` only (float noise) is not a regression.
@@ -39,39 +39,43 @@ def load_baseline(path: Path) -> dict[str, Any]:
     return data
 
 
-def compare(
-    suite: SuiteResult, baseline: dict[str, Any], path: str, max_drop: float
-) -> BaselineResult:
-    """Fail the cases whose scores dropped by more than ``max_drop`` (they are changed here)."""
-    from holodeck.testing.checks import Check
+class BaselineCheck:
+    """The comparison with one baseline report, case by case as each case ends, so the line
+    printed for a case already holds its whole verdict."""
 
-    outcome = BaselineResult(path=path, max_drop=max_drop)
-    before_by_name = {
-        c.get("name"): c
-        for c in baseline["cases"]
-        if isinstance(c, dict) and c.get("status") == "passed"
-    }
-    for result in suite.results:
-        before = before_by_name.get(result.case.name)
+    def __init__(self, baseline: dict[str, Any], path: str, max_drop: float) -> None:
+        self.max_drop = max_drop
+        self.outcome = BaselineResult(path=path, max_drop=max_drop)
+        self._before = {
+            c.get("name"): c
+            for c in baseline["cases"]
+            if isinstance(c, dict) and c.get("status") == "passed"
+        }
+
+    def apply(self, result: CaseResult) -> None:
+        """Fail ``result`` (changed here) when one of its scores dropped by more than
+        ``max_drop`` since the baseline."""
+        from holodeck.testing.checks import Check
+
+        before = self._before.get(result.case.name)
         if before is None or result.status == "error":
-            continue
-        outcome.compared += 1
+            return
+        self.outcome.compared += 1
         old = _scores_in_report(before)
         found = [
             Regression(result.case.name, name, old[name], score)
             for name, score in scores_of(result).items()
-            if name in old and old[name] - score > max_drop + _EPSILON
+            if name in old and old[name] - score > self.max_drop + _EPSILON
         ]
         if not found:
-            continue
-        outcome.regressions += found
-        detail = "; ".join(r.line(max_drop) for r in found)
+            return
+        self.outcome.regressions += found
+        detail = "; ".join(r.line(self.max_drop) for r in found)
         result.checks.append(Check("baseline", False, detail))
         result.status = "failed"
         result.reason = (
             f"{result.reason}; baseline: {detail}" if result.reason else f"baseline: {detail}"
         )
-    return outcome
 
 
 def scores_of(result: CaseResult) -> dict[str, float]:

@@ -24,6 +24,7 @@ import numpy as np
 from holodeck.agent.loop import ToolCallRecord
 from holodeck.config.cases import ExpectedTool
 from holodeck.embeddings.base import Embedder
+from holodeck.evaluations import score_text
 
 #: How many retrieved sources a failure reason lists.
 SHOWN_SOURCES = 5
@@ -162,7 +163,7 @@ def check_ground_truth(score: float, threshold: float, against: str) -> Check:
     """Similarity at least ``threshold``; the score is reported either way."""
     passed = score >= threshold
     sign = ">=" if passed else "<"
-    detail = f"similarity {score:.2f} {sign} {threshold:.2f} ({against})"
+    detail = f"similarity {score_text(score)} {sign} {score_text(threshold)} ({against})"
     return Check("ground_truth", passed, detail, score=score, threshold=threshold)
 
 

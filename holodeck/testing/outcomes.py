@@ -9,6 +9,7 @@ from typing import Literal
 
 from holodeck.agent.loop import ToolCallRecord
 from holodeck.config.cases import TestCase
+from holodeck.evaluations import score_text
 from holodeck.evaluations.evaluator import MetricResult
 from holodeck.evaluations.judge import Usage
 from holodeck.testing import metrics
@@ -159,8 +160,9 @@ class Regression:
 
     def line(self, max_drop: float) -> str:
         return (
-            f"{self.metric} {self.before:.2f} -> {self.after:.2f} since the baseline "
-            f"(dropped {self.drop:.2f}, more than --max-drop {max_drop:.2f})"
+            f"{self.metric} {score_text(self.before)} -> {score_text(self.after)} since the "
+            f"baseline (dropped {score_text(self.drop)}, more than --max-drop "
+            f"{score_text(max_drop)})"
         )
 
 

@@ -13,6 +13,7 @@ import socket
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from holodeck.evaluations import score_text
 from holodeck.testing.report_markdown import _METRIC_STATUS
 
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -111,8 +112,8 @@ def _message_text(c: dict[str, Any]) -> str:
             f"[{'pass' if check['passed'] else 'FAIL'}] {check['check']}: {check['detail']}"
         )
     for m in c["metrics"]:
-        score = "-" if m["score"] is None else f"{m['score']:.2f}"
-        limit = "" if m["threshold"] is None else f" (threshold {m['threshold']:.2f})"
+        score = "-" if m["score"] is None else score_text(m["score"])
+        limit = "" if m["threshold"] is None else f" (threshold {score_text(m['threshold'])})"
         reason = f": {m['reason']}" if m["reason"] else ""
         lines.append(f"[{_METRIC_STATUS[m['status']]}] metric {m['name']} {score}{limit}{reason}")
     if c["status"] in ("error", "skipped"):

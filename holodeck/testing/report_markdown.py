@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from holodeck.evaluations import score_text
+
 _STATUS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
 #: How a metric's status reads (the JUnit bodies write it alike).
 _METRIC_STATUS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "skipped"}
@@ -25,7 +27,7 @@ def baseline_line(baseline: dict[str, Any]) -> str:
     n = len(baseline["regressions"])
     return (
         f"baseline {baseline['file']}: {baseline['compared']} cases compared, {n} "
-        f"regression{'' if n == 1 else 's'} (max drop {baseline['max_drop']:.2f})"
+        f"regression{'' if n == 1 else 's'} (max drop {score_text(baseline['max_drop'])})"
     )
 
 
@@ -146,7 +148,7 @@ def _cell(text: str) -> str:
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else score_text(value)
 
 
 def _pct(value: float | None) -> str:

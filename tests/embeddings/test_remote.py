@@ -18,7 +18,7 @@ from holodeck.embeddings.factory import make_embedder
 from holodeck.embeddings.local import LocalOnnxEmbedder
 from holodeck.embeddings.remote import MAX_INPUTS, OpenAIEmbedder
 from holodeck.embeddings.tiktoken_offline import TiktokenCounter
-from holodeck.errors import EmbeddingError, IngestError
+from holodeck.errors import ConfigError, EmbeddingError
 from holodeck.providers import Connection, make_sync_client
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 from holodeck.vectorstore.records import indexed_text
@@ -165,8 +165,10 @@ def test_index_dimensions_are_checked(tmp_path: Path, server: FakeOpenAI) -> Non
     server.dimensions = 16  # the same model name now answers with other vectors
     fresh = OpenAIEmbedder.from_config("nomic-embed-text", project.agent.model, {})  # type: ignore[arg-type]
     again = VectorStoreTool(project.tools[0], project, embedder=fresh)
-    with pytest.raises(IngestError, match=r"built with nomic-embed-text \(8 dims\).*16 dims"):
+    with pytest.raises(ConfigError, match=r"built with nomic-embed-text \(8 dims\).*16 dims") as e:
         again.initialize_sync()
+    assert "embedding_model:" not in str(e.value)  # no line keeps a model that changed
+    assert "documents: 2, chunks: 2" in str(e.value) and "through ollama" in str(e.value)
     again.close()
 
 

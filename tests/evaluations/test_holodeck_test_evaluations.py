@@ -5,6 +5,7 @@ another playing the judge (tests/fake_judge.py, answering from what it is asked)
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from collections import deque
@@ -338,3 +339,64 @@ def test_a_claude_agent_is_judged_by_claude_through_the_messages_api(tmp_path: P
     for r in judged:  # the key of provider anthropic: x-api-key, or a bearer token
         sent = r.headers.get("x-api-key") or r.headers["authorization"].removeprefix("Bearer ")
         assert sent == env["ANTHROPIC_API_KEY"]
+
+
+def test_in_a_pipe_one_verdict_one_rounding_one_line_per_case_and_metric(
+    tmp_path: Path, servers: tuple[FakeOpenAI, FakeOpenAI]
+) -> None:
+    """Issue 42, item 10: what a CI log shows of a run with a baseline, by a real process."""
+    agent, judge = servers
+    metrics = """
+    - type: rag
+      metric_type: faithfulness
+      threshold: 0.3
+    - type: rag
+      metric_type: answer_relevancy
+"""
+    cases = case("steady") + case("slipping") + case("wandering")
+    project(tmp_path, agent, judge, metrics, cases)
+    answers(agent, FAITHFUL, FAITHFUL, FAITHFUL)
+    first = run_holodeck("test", "--report", "baseline.json", cwd=tmp_path, env=KEY)
+    assert first.returncode == 0, first.stdout + first.stderr
+
+    answers(agent, FAITHFUL, HALF, FAITHFUL)
+    args = ("test", "--baseline", "baseline.json", "--report", "now.json", "--junit", "j.xml")
+    run = run_holodeck(*args, cwd=tmp_path, env=KEY, own_process=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    out = run.stdout.splitlines()
+
+    # One verdict: the live line of the case that dropped says FAIL, as the summary does.
+    live = next(line for line in out if re.match(r"^(PASS|FAIL)\s+slipping\s", line))
+    assert live.startswith("FAIL"), run.stdout
+    assert "1 failed" in run.stdout
+
+    # One rounding: each drop reads the same in the console, the JSON report and JUnit.
+    now = json.loads((tmp_path / "now.json").read_text())
+    drops = {r["metric"]: r for r in now["baseline"]["regressions"]}
+    testcase = next(
+        c
+        for c in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
+        if c.get("name") == "slipping"
+    )
+    failure = testcase.find("failure")
+    assert failure is not None
+    junit = f"{failure.get('message')}\n{failure.text}"
+    for metric in ("faithfulness", "ground_truth"):
+        shown = f"{metric} {drops[metric]['before']:.2f} -> {drops[metric]['after']:.2f}"
+        assert f"slipping: {shown}" in run.stdout and shown in junit, run.stdout + junit
+    assert "faithfulness 1.00 -> 0.50" in live
+    gt = f"gt sim {drops['ground_truth']['after']:.2f}"
+    assert any(line.strip().startswith("2 FAIL") and gt in line for line in out), run.stdout
+
+    # Compact: no table borders, one line per case and per metric, reasons shortened.
+    assert not any(c in run.stdout for c in "┃│┏┗━")
+    for name in ("steady", "slipping", "wandering"):
+        for metric in ("faithfulness", "answer_relevancy"):
+            lines = [
+                line
+                for line in out
+                if line.startswith(f"  {name}: {metric} ") and "(threshold" in line
+            ]
+            assert len(lines) == 1, run.stdout
+            assert len(lines[0]) <= 160
+    assert len(out) <= 25, run.stdout
