@@ -31,7 +31,7 @@ from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.config.loader import Project, ResolvedTool, load_project
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
-from holodeck.errors import ConfigError, DamagedIndex, IngestRunning
+from holodeck.errors import ConfigError, DamagedIndex, IndexFull, IndexNotWritable, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.library import LibraryTarget, is_current
 from holodeck.ownership import check_readable
@@ -249,6 +249,11 @@ class KnowledgeBase:
                 "%s: another ingest is running; answering from what it has stored so far",
                 self.name,
             )
+            self.summary = None
+        except (IndexFull, IndexNotWritable) as exc:
+            if wait:
+                raise
+            log.warning("%s: not updated: %s", self.name, exc)
             self.summary = None
         self.is_initialized = True
         settle()
