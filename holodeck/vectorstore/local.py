@@ -203,7 +203,7 @@ class LocalIndexAdapter(SqliteIndexAdapter):
             except (sqlite3.Error, NewerIndexError):
                 continue
             self._read_only = refused
-            log.info("%s: opened to read only (%s)", self.path, refused)
+            log.debug("%s: opened to read only (%s)", self.path, refused)
             return True
         self.close()
         self._uri = None

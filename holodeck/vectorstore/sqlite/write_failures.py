@@ -28,8 +28,8 @@ _KEPT = "what is stored is kept as it was"
 def read_only_error(folder: Path, why: str) -> IndexNotWritable:
     """The line for an index folder this process may not write (exit 2)."""
     return IndexNotWritable(
-        f"cannot write the local index in {folder}: {why}; make the folder writable (or "
-        f"ingest where it is); {_KEPT}, and `holodeck search --no-ingest` answers from it"
+        f"cannot write the local index in {folder}: {why}; make the folder writable and run "
+        f"again; {_KEPT}, and `holodeck search --no-ingest` answers from it"
     )
 
 
@@ -85,7 +85,7 @@ def sqlite_write_failure(folder: Path, exc: sqlite3.Error) -> IngestError | Inde
     if primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) and not os.access(
         folder, os.W_OK
     ):
-        return read_only_error(folder, f"the folder is read-only ({text})")
+        return read_only_error(folder, f"the folder cannot be written ({text})")
     if primary == sqlite3.SQLITE_READONLY:
         return read_only_error(folder, text)
     if primary == sqlite3.SQLITE_IOERR:
