@@ -35,6 +35,11 @@ class DamagedIndex(HoloDeckError):
     exit_code = 2
 
 
+class IndexNotWritable(ConfigError):
+    """The index folder cannot be written (a read-only mount, no permission): exit code 2,
+    the user's to fix; what is stored still answers searches."""
+
+
 class EmbeddingError(HoloDeckError, RuntimeError):
     """The embedder failed: fail fast, never a zero vector (a ``RuntimeError``, as the tool
     contract asks: docs/contract.md)."""
@@ -42,6 +47,11 @@ class EmbeddingError(HoloDeckError, RuntimeError):
 
 class LLMError(HoloDeckError):
     """The LLM could not answer (unreachable, bad key, model not found)."""
+
+
+class IndexFull(IngestError):
+    """The disk (or a limit on file size) left no room to write the index: what is stored
+    stays as it was and still answers searches; the next ingest with room finishes."""
 
 
 class IngestRunning(IngestError):

@@ -34,7 +34,7 @@ from holodeck.config.yaml_lines import line_of
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
 from holodeck.envvars import LOCK_TIMEOUT
-from holodeck.errors import ConfigError, DamagedIndex, IngestRunning
+from holodeck.errors import ConfigError, DamagedIndex, IndexFull, IndexNotWritable, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.library import LibraryTarget, is_current
 from holodeck.ownership import check_readable
@@ -261,6 +261,11 @@ class KnowledgeBase:
                     LOCK_TIMEOUT.read(),
                 )
                 self.summary = self._ingest(store, source, force_ingest, progress, wait=True)
+        except (IndexFull, IndexNotWritable) as exc:
+            if wait:
+                raise
+            log.warning("%s: not updated: %s", self.name, exc)
+            self.summary = None
         self.is_initialized = True
         settle()
 

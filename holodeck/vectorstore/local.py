@@ -23,11 +23,21 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
-from holodeck.errors import ConfigError, DamagedIndex, IngestError, IngestRunning
+from holodeck.errors import (
+    ConfigError,
+    DamagedIndex,
+    HoloDeckError,
+    IndexFull,
+    IndexNotWritable,
+    IngestError,
+    IngestRunning,
+)
 from holodeck.vectorstore.sqlite.index import SqliteIndexAdapter
 from holodeck.vectorstore.sqlite.legacy import LEGACY_FILE, mark_imported, read_npz
 from holodeck.vectorstore.sqlite.schema import NewerIndexError, migrate
+from holodeck.vectorstore.sqlite.write_failures import sqlite_write_failure
 
 log = logging.getLogger("holodeck.vectorstore")
 
@@ -69,6 +79,10 @@ class LocalIndexAdapter(SqliteIndexAdapter):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._conn_lock = threading.Lock()
+        #: Set when the database is open to read only (``_open_read_only``): what stops a
+        #: write, raised by the first one.
+        self._read_only: IndexFull | IndexNotWritable | None = None
+        self._uri: str | None = None
         self._open(rebuild_unreadable)
 
     def _index_label(self) -> str:
@@ -77,7 +91,12 @@ class LocalIndexAdapter(SqliteIndexAdapter):
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(
+                self._uri or self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self._uri is not None,
+            )
             db.execute("PRAGMA busy_timeout = 30000")
             db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across process crashes
             self._local.db = db
@@ -85,21 +104,22 @@ class LocalIndexAdapter(SqliteIndexAdapter):
                 self._connections.append(db)
         return db
 
-    def _failure(self, exc: Exception) -> IngestError | DamagedIndex:
+    def _failure(self, exc: Exception) -> HoloDeckError:
         """One line naming the index and the fix."""
         if is_damage(exc):
             return self._damaged(exc)
+        if self._read_only is not None:
+            return self._read_only
         text = str(exc)
         if "locked" in text.lower() or "busy" in text.lower():
             return IngestError(
                 f"{self.path}: the local index stayed locked by another process for 30 s "
                 f"({text}); try again when it is done"
             )
-        if "full" in text.lower():
-            return IngestError(
-                f"cannot write the local index in {self.folder}: the disk is full ({text}); "
-                f"nothing of the interrupted document was kept: free space and run again"
-            )
+        if isinstance(exc, sqlite3.Error):
+            refused = sqlite_write_failure(self.folder, exc)
+            if refused is not None:
+                return refused
         return IngestError(
             f"{self.path}: the local index cannot be used ({text}); run "
             f"`holodeck ingest --force-ingest` to rebuild it"
@@ -123,7 +143,10 @@ class LocalIndexAdapter(SqliteIndexAdapter):
                 self._check_pages()
         except (sqlite3.DatabaseError, UnicodeDecodeError, NewerIndexError) as exc:
             if not (isinstance(exc, NewerIndexError) or is_damage(exc)):
-                raise self._failure(exc) from exc  # locked, no permission: not the file's fault
+                refused = self._failure(exc)  # locked, no room, no permission: not the file's
+                if rebuild_unreadable or not self._open_read_only(refused):
+                    raise refused from exc
+                return
             if not rebuild_unreadable:
                 raise self._unreadable(exc) from exc
             with self._file_lock(60.0, "another holodeck process using this index"):
@@ -159,6 +182,32 @@ class LocalIndexAdapter(SqliteIndexAdapter):
                     for state in states:
                         self._set_state(db, lib, state)
         mark_imported(path, len(snapshot.records), self.path.name)
+
+    def _open_read_only(self, refused: HoloDeckError) -> bool:
+        """Open the database to read only, when what stopped opening it to write is the
+        machine's (a full disk, a read-only folder): searches answer from what is stored, and
+        the first write raises ``refused``. False when it cannot be read that way safely:
+        no database, or a write-ahead log holding commits that only a writable folder lets
+        SQLite read (``immutable`` would skip them)."""
+        if not isinstance(refused, (IndexFull, IndexNotWritable)) or not self.path.is_file():
+            return False
+        wal = Path(f"{self.path}-wal")
+        for query in ("mode=ro", "immutable=1"):
+            if query == "immutable=1" and wal.exists() and wal.stat().st_size > 0:
+                break
+            self.close()
+            self._uri = f"file:{quote(str(self.path))}?{query}"
+            try:
+                migrate(self._db())  # reads only, on an index this release wrote
+                self._info = self._read_info()
+            except (sqlite3.Error, NewerIndexError):
+                continue
+            self._read_only = refused
+            log.debug("%s: opened to read only (%s)", self.path, refused)
+            return True
+        self.close()
+        self._uri = None
+        return False
 
     def _prepare(self) -> None:
         """WAL mode and the schema migrations (a no-op read when up to date)."""
@@ -243,6 +292,8 @@ class LocalIndexAdapter(SqliteIndexAdapter):
     @contextmanager
     def library_lock(self, tenant_id: str, library_id: str, timeout: float) -> Iterator[None]:
         """A file lock beside the database: one writing process at a time."""
+        if self._read_only is not None:
+            raise self._read_only
         with self._file_lock(timeout, f"another ingest of library {library_id!r}"):
             self._info = self._read_info()  # another writer may have rebuilt the index
             yield

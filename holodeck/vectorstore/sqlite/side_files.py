@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from holodeck.vectorstore.sqlite.write_failures import file_write_failure
+
 log = logging.getLogger("holodeck.vectorstore")
 
 #: Bytes read at a time while a file's CRC-32 is computed.
@@ -88,6 +90,8 @@ def save_whole(save: Callable[[str], None], folder: Path, name: str) -> Seal:
         written = checksum(temp)
         os.replace(temp, folder / name)
         fsync_folder(folder)
+    except OSError as exc:  # a full disk, a read-only folder: the machine's, not a bug
+        raise file_write_failure(folder, exc) from exc
     finally:
         temp.unlink(missing_ok=True)
     found, stamp = _settled_checksum(folder / name)

@@ -310,4 +310,9 @@ def _save_whole(index: Any, folder: Path, name: str) -> Seal:
     """Save ``index`` as ``folder/name`` whole or not at all; its seal."""
     import faiss
 
-    return save_whole(lambda path: faiss.write_index(index, path), folder, name)
+    def save(path: str) -> None:
+        # Through Python's file, not faiss's: faiss ignores a failed close (a short file).
+        with open(path, "wb") as fh:
+            faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))  # type: ignore[attr-defined]
+
+    return save_whole(save, folder, name)
