@@ -84,6 +84,7 @@ def _watch(tools: list[KnowledgeBase], force: bool, quiet: bool) -> None:
             on_done=report.done,
             on_error=report.failed,
             on_ready=report.ready,
+            on_settings=report.settings,
         )
     except KeyboardInterrupt:
         if not quiet:

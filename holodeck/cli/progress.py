@@ -92,6 +92,10 @@ class WatchReport:
         stamp = time.strftime("%H:%M:%S ")
         click.echo(f"{stamp}Error: {tool.name}: {self.failures[tool.name]}", err=True)
 
+    def settings(self, line: str) -> None:
+        """An edit of agent.yaml: what was applied, what needs a restart, or its error."""
+        click.echo(time.strftime("%H:%M:%S ") + line, err=True)
+
     def ready(self) -> None:
         self.watching = True
         if not self.quiet:

@@ -79,7 +79,7 @@ def serve(
         instructions=project.agent.description,
         failures=report.failures,
     )
-    hooks = WatchHooks(report.progress, report.done, report.failed, report.ready)
+    hooks = WatchHooks(report.progress, report.done, report.failed, report.ready, report.settings)
     run_server(
         server,
         tools,

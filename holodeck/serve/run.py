@@ -74,6 +74,7 @@ class WatchHooks:
     on_done: Callable[[KnowledgeBase], None] | None = None
     on_error: ErrorHandler | None = None
     on_ready: Callable[[], None] | None = None
+    on_settings: Callable[[str], None] | None = None
 
 
 def serve(
@@ -143,6 +144,7 @@ def _watch(tools: list[VectorStoreTool], stop: threading.Event, hooks: WatchHook
             on_done=hooks.on_done,
             on_error=hooks.on_error,
             on_ready=hooks.on_ready,
+            on_settings=hooks.on_settings,
         )
     except Exception as exc:
         log.error("Watching the sources stopped (%s); searches go on without updates", exc)

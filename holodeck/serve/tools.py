@@ -40,13 +40,13 @@ def build_server(
 ) -> Server:
     """An MCP server offering ``tools``; ``failures`` holds why a tool's last ingest failed."""
     by_name = {tool.name: tool for tool in tools}
-    listed = [mcp_tool(tool) for tool in tools]
     broken = failures if failures is not None else {}
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listed)
+        # listed anew each time: an edited description is served at once (tools.reload)
+        return types.ListToolsResult(tools=[mcp_tool(tool) for tool in tools])
 
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams

@@ -5,7 +5,8 @@ changed since the last run, then every debounced batch of file changes re-ingest
 whose ``source`` holds a changed path (incrementally: only the changed files cost anything).
 The watcher starts before the first pass, so nothing saved during it is missed. A tool
 whose source is one file has that file looked at on every tick instead (its folder may be a
-whole project, virtualenv included: too much to watch).
+whole project, virtualenv included: too much to watch). So are agent.yaml and the project's
+config.yaml: an edit is applied where it can be, or said to need a restart (``reload``).
 
 A pass that fails for one tool is reported through ``on_error`` and the loop goes on (the
 next change retries); what the index already committed stays searchable. Hidden files and
@@ -29,10 +30,12 @@ from pathlib import Path
 from watchfiles import Change, DefaultFilter, watch
 from watchfiles._rust_notify import WatchfilesRustInternalError
 
-from holodeck.ingest.discover import path_text
+from holodeck.errors import ConfigError
+from holodeck.ingest.discover import IGNORE_FILE, path_text
 from holodeck.ingest.status import IngestStatus, Progress
 from holodeck.knowledge_base import KnowledgeBase
 from holodeck.tools.initialize import ProgressFactory, initialize_tools
+from holodeck.tools.reload import SettingsFiles, file_signature
 
 log = logging.getLogger("holodeck.watch")
 
@@ -84,16 +87,20 @@ def watch_tools(
     on_done: Callable[[KnowledgeBase], None] | None = None,
     on_error: ErrorHandler | None = None,
     on_ready: Callable[[], None] | None = None,
+    on_settings: Callable[[str], None] | None = None,
 ) -> None:
     """Ingest every tool, then re-ingest changed ones until ``stop`` is set (blocking).
 
     ``force`` applies to the first pass only. ``on_ready`` runs after the first pass, once
-    the folders are being watched. Ctrl-C in the main thread raises KeyboardInterrupt.
+    the folders are being watched. An edit of the settings files is applied where it can
+    be (``tools.reload``); ``on_settings`` shows what it did, or the error that kept the
+    running settings. Ctrl-C in the main thread raises KeyboardInterrupt.
     """
     for tool in tools:
         tool.check_source()  # a missing folder cannot be watched: its FileNotFoundError, now
     roots, recursive = watch_roots(tools)
     files = _FileSources(tools)
+    settings = SettingsFiles(tools)
     stoppable = _stoppable(progress, stop)
     once = _OncePerMessage()
     ingest_log = logging.getLogger("holodeck.ingest")
@@ -109,6 +116,8 @@ def watch_tools(
                 continue
             changed = list(tools) if changes is None else tools_for(tools, changes)
             changed += [t for t in files.changed(already=changed) if t not in changed]
+            if settings.edited():
+                changed += [t for t in _reload(settings, on_settings) if t not in changed]
             if changed and not stop.is_set():
                 if changes:
                     shown = ", ".join(sorted({path_text(p) for _, p in changes}))
@@ -118,6 +127,21 @@ def watch_tools(
         pass
     finally:
         ingest_log.removeFilter(once)
+
+
+def _reload(
+    settings: SettingsFiles, on_settings: Callable[[str], None] | None
+) -> list[KnowledgeBase]:
+    """Apply an edit of the settings files; the tools that took new settings."""
+    show = on_settings or (lambda line: log.warning("%s", line))
+    try:
+        reloaded = settings.reload()
+    except ConfigError as exc:
+        show(f"{exc} (the running settings stay until the file loads)")
+        return []
+    for line in reloaded.lines:
+        show(line)
+    return reloaded.applied
 
 
 def _batches(roots: Sequence[Path], recursive: bool, stop: threading.Event) -> Iterator[Batch]:
@@ -235,14 +259,14 @@ class _FileSources:
 
     def __init__(self, tools: Iterable[KnowledgeBase]) -> None:
         self.tools = [t for t in tools if not t.resolved.source.is_dir()]
-        self.seen = {t.name: _signature(t.resolved.source) for t in self.tools}
+        self.seen = {t.name: file_signature(t.resolved.source) for t in self.tools}
         self.done = dict(self.seen)
 
     def changed(self, already: Sequence[KnowledgeBase]) -> list[KnowledgeBase]:
         """The file tools due for a pass; ``already`` are being passed for their events."""
         due = []
         for tool in self.tools:
-            now = _signature(tool.resolved.source)
+            now = file_signature(tool.resolved.source)
             if tool in already:
                 self.seen[tool.name] = self.done[tool.name] = now
             elif now != self.seen[tool.name]:
@@ -253,19 +277,12 @@ class _FileSources:
         return due
 
 
-def _signature(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
 def tools_for(
     tools: Iterable[KnowledgeBase], changes: set[tuple[Change, str]]
 ) -> list[KnowledgeBase]:
     """The tools a batch of changes concerns: a path inside the tool's source that is neither
-    hidden (relative to the source) nor an editor's temporary file."""
+    hidden (relative to the source) nor an editor's temporary file, or the source's
+    ``.holodeckignore`` (its patterns decide what the index holds)."""
     wanted: list[KnowledgeBase] = []
     for tool in tools:
         source = _real(tool.resolved.source)
@@ -273,7 +290,7 @@ def tools_for(
             path = Path(raw)
             if not _JUNK(change, raw):
                 continue
-            if path == source or _visible_inside(path, source):
+            if path in (source, source / IGNORE_FILE) or _visible_inside(path, source):
                 wanted.append(tool)
                 break
     return wanted

@@ -166,3 +166,40 @@ def test_watch_goes_on_past_names_the_watcher_cannot_read(tmp_path: Path) -> Non
         watcher.kill()
     logs = watcher.stderr()
     assert logs.endswith("Stopped watching.\n") and "Traceback" not in logs, logs
+
+
+def test_an_edit_of_agent_yaml_is_applied_or_said_to_need_a_restart(project: Path) -> None:
+    write(project / "docs" / "sails.md", "The mainsail is reefed when the wind passes 25 knots.\n")
+    watcher = Watcher(project)
+    reefed = "When is the mainsail reefed?"
+    try:
+        watcher.wait_for("Watching docs for changes")
+        assert "docs/sails.md" in search_sources(project, reefed)
+
+        # An exclude: added while watching takes the file out on the pass it starts.
+        write(project / "agent.yaml", AGENT + "    exclude: [sails.md]\n")
+        watcher.wait_for("agent.yaml changed: kb: exclude applied")
+        watcher.wait_for("1 removed")
+        assert search_sources(project, reefed) == ["docs/pumps.md"]
+
+        # A bad edit: its config error line, and the running settings stay.
+        write(project / "agent.yaml", AGENT + "    exclude: 5\n")
+        watcher.wait_for("the running settings stay")
+        assert "agent.yaml:6: tools[0].exclude:" in watcher.stderr()
+        write(project / "docs" / "knots.md", "A bowline is tied before the race starts.\n")
+        watcher.wait_for("kb: 1 new, 0 changed, 0 touched, 1 unchanged, 0 removed")  # no sails
+
+        # Taking the pattern out brings the file back in.
+        write(project / "agent.yaml", AGENT)
+        watcher.wait_for("agent.yaml changed: kb: exclude applied", count=2)
+        watcher.wait_for("kb: 1 new, 0 changed, 0 touched, 2 unchanged")
+        assert search_sources(project, reefed)[0] == "docs/sails.md"
+
+        # What decides how the chunks were made needs a restart: said at once, not applied.
+        write(project / "agent.yaml", AGENT + "    chunk_size: 64\n")
+        watcher.wait_for("kb: chunk_size cannot change while running")
+        assert "holodeck ingest --force-ingest" in watcher.stderr().splitlines()[-1]
+        assert watcher.stop(signal.SIGTERM) == 0
+    finally:
+        watcher.kill()
+    assert "Traceback" not in watcher.stderr()

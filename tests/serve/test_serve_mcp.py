@@ -277,3 +277,55 @@ async def _fix_while_serving(project: Path) -> None:
 def test_serving_an_unknown_tool_is_refused(project: Path) -> None:
     result = run_holodeck("serve", "--tool", "nope", cwd=project)
     assert result.returncode == 2 and "no tool named 'nope'" in result.stderr
+
+
+def test_an_edit_of_agent_yaml_reaches_a_running_server(project: Path) -> None:
+    asyncio.run(_edit_while_serving(project))
+
+
+async def _edit_while_serving(project: Path) -> None:
+    from serve_helpers import AGENT
+
+    server = HttpServer(project)
+    question = "How long does the airlock take to cycle?"
+    try:
+        wait_for(lambda: "Watching docs, faq.md for changes" in server.stderr(), 120, server)
+        async with Client(server.url) as client:
+            first = await call(client, "station_docs", question)
+            assert sources(first.structured_content)[0] == "docs/airlock.md"
+
+            # exclude, top_k and the description, edited while serving: applied
+            edited = AGENT.replace(
+                "    top_k: 3\n", "    top_k: 1\n    exclude: [airlock.md]\n"
+            ).replace("Search the station's manuals", "Search the station's handbooks")
+            write(project / "agent.yaml", edited)
+            wait_for(lambda: "exclude applied" in server.stderr(), FOLLOW_SECONDS, server)
+            result = await follow(
+                client,
+                "station_docs",
+                question,
+                lambda r: "docs/airlock.md" not in sources(r.structured_content),
+            )
+            assert len(sources(result.structured_content)) == 1  # top_k: 1
+            listed = {t.name: t.description for t in (await client.list_tools()).tools}
+            assert listed["station_docs"] == "Search the station's handbooks"
+
+            # a bad edit: its error line; the server goes on with the settings it runs
+            write(project / "agent.yaml", edited.replace("top_k: 1", "top_k: many"))
+            wait_for(lambda: "the running settings stay" in server.stderr(), 60, server)
+            assert "agent.yaml:8: tools[0].top_k:" in server.stderr()
+            kept = await call(client, "station_docs", question)
+            assert len(sources(kept.structured_content)) == 1
+
+            # another embedding model: said to need a restart, the old one keeps serving
+            write(
+                project / "agent.yaml",
+                edited.replace("    top_k: 1\n", "    top_k: 1\n    embedding_model: ./my-model\n"),
+            )
+            wait_for(lambda: "embedding_model cannot change" in server.stderr(), 60, server)
+            still = await call(client, "station_docs", question)
+            assert len(sources(still.structured_content)) == 1
+        assert server.stop() == 0
+    finally:
+        server.kill()
+    assert "Traceback" not in server.stderr()
