@@ -267,6 +267,7 @@ def test_ctrl_c_twice_on_a_terminal_ends_chat_while_a_tool_call_hangs(tmp_path: 
             wait_for_nap(root, None)
             child.sendintr()  # twice: chat ends, though both naps go on in their threads
             child.expect_exact("(answer interrupted; Ctrl-C again quits)")
+            child.expect_exact("you>")  # the prompt reads the second one as a key
             child.sendintr()
             child.expect_exact("Interrupted.", timeout=60)
             child.expect(pexpect.EOF, timeout=60)
