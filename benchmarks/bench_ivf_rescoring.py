@@ -56,6 +56,16 @@ def _exact_top(vectors: np.ndarray, ids: np.ndarray, query: np.ndarray, k: int) 
     return ids[np.argsort(-scores, kind="stable")[:k]]
 
 
+def build(vectors: np.ndarray, rng: np.random.Generator) -> tuple[Any, int]:
+    """One vector index file over ``vectors`` as holodeck builds it, and its list count."""
+    n, dims = vectors.shape
+    lists = sqlite_vector_upkeep.lists_for(n)
+    index = sqlite_vector_upkeep.new_index(dims, lists)
+    index.train(vectors[rng.choice(n, lists * sqlite_vector_upkeep.TRAIN_PER_LIST, replace=False)])
+    index.add(vectors)
+    return index, lists
+
+
 def strategies(index: Any, vectors: np.ndarray) -> dict[str, Search]:
     """Each strategy: query, selector -> (top ids, rows re-scored exactly)."""
     lists = int(index.nlist)
@@ -131,11 +141,8 @@ def main() -> None:
     questions = np.load(args.cache / "questions.npy").astype(np.float32)
     n, dims = vectors.shape
     rng = np.random.default_rng(0)
-    lists = sqlite_vector_upkeep.lists_for(n)
-    index = sqlite_vector_upkeep.new_index(dims, lists)
     started = time.perf_counter()
-    index.train(vectors[rng.choice(n, lists * sqlite_vector_upkeep.TRAIN_PER_LIST, replace=False)])
-    index.add(vectors)
+    index, lists = build(vectors, rng)
     print(f"{n:,} real vectors, {lists} lists, built in {time.perf_counter() - started:.1f} s")
     picks = rng.choice(n, args.queries, replace=False)
     asked = questions[rng.choice(len(questions), args.queries, replace=False)]

@@ -18,9 +18,7 @@ from typing import Any
 
 import faiss
 import numpy as np
-from bench_ivf_rescoring import CACHE, EXACT, K, _exact_top, _unit
-
-from holodeck.vectorstore.sqlite import vector_upkeep as sqlite_vector_upkeep
+from bench_ivf_rescoring import CACHE, EXACT, K, _exact_top, _unit, build
 
 THRESHOLDS = (4.0, 4.5, 5.0)
 
@@ -35,10 +33,7 @@ def main() -> None:
     questions = np.load(args.cache / "questions.npy").astype(np.float32)
     n, dims = vectors.shape
     rng = np.random.default_rng(0)
-    lists = sqlite_vector_upkeep.lists_for(n)
-    index = sqlite_vector_upkeep.new_index(dims, lists)
-    index.train(vectors[rng.choice(n, lists * sqlite_vector_upkeep.TRAIN_PER_LIST, replace=False)])
-    index.add(vectors)
+    index, lists = build(vectors, rng)
     sq = faiss.ScalarQuantizer(dims, faiss.ScalarQuantizer.QT_8bit)
     sq.train(vectors[np.random.default_rng(1).choice(n, 20_000, replace=False)])
     codes = sq.compute_codes(vectors)
