@@ -163,7 +163,7 @@ def test(
     """
     if report_fmt and report_path is None:
         raise click.UsageError("--format needs --report PATH")
-    project = load_project(agent_path(agent_opt, agent_arg))
+    project = load_project(agent_path(agent_opt, agent_arg), calls_model=True)
     cases = select_cases(load_cases(project), keywords, limit)
     fmt = report_format(report_path, report_fmt) if report_path else None
     baseline = (

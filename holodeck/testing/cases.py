@@ -19,7 +19,7 @@ from pydantic import field_validator
 from holodeck.config.base import StrictModel, require_unique_names
 from holodeck.config.cases import TestCase, Turn, unique_case_names
 from holodeck.config.compat import adapt_case_file
-from holodeck.config.config_file import _read_yaml, _substitute, _validate
+from holodeck.config.config_file import _read_yaml, _substitute_and_validate
 from holodeck.config.envsubst import environment_for
 from holodeck.config.files import file_label
 from holodeck.config.loader import Project
@@ -137,8 +137,9 @@ def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
     adapted = adapt_case_file(data, node, label)
     for line in adapted.warnings:
         log.warning("%s", line)
-    data = _substitute(adapted.data, environment_for(root), node, label)
-    parsed: TestCaseFile = _validate(TestCaseFile, data, node, label)
+    env = environment_for(root)
+    parsed: TestCaseFile
+    parsed, _ = _substitute_and_validate(TestCaseFile, adapted.data, env, node, label)
     return [
         (case, _Origin(label, node, ("test_cases", i))) for i, case in enumerate(parsed.test_cases)
     ]
