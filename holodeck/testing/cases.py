@@ -154,12 +154,13 @@ def _check_step(case: TestCase, step: Turn, origin: _Origin, project: Project) -
     """
     names = [tool.name for tool in project.tools]
     llm = project.agent.model is not None
-    if not llm and not step.has_checks and project.agent.evaluations is None:
+    gauged = step.ground_truth and project.agent.ground_truth_threshold is not None
+    if not llm and not (step.has_checks or gauged) and project.agent.evaluations is None:
         raise ConfigError(
             f"{origin.label}:{origin.line()}: {origin.where()}: case {case.name!r} checks "
-            "nothing: without a model: it needs at least one of ground_truth, "
-            "expected_tools, expected_sources, expected_content, evaluations (or "
-            "evaluations: in agent.yaml)"
+            "nothing: without a model: it needs at least one of expected_tools, "
+            "expected_sources, expected_content, evaluations (or evaluations: in "
+            "agent.yaml), ground_truth with a ground_truth_threshold"
         )
     functions = {t.name: t for t in project.agent.tools_of(FunctionToolConfig)}
     servers = [t.name for t in project.agent.tools_of(McpToolConfig)]
