@@ -327,10 +327,10 @@ class TestRunner:
             else:
                 text = "\n\n".join(chunks)
                 checks.append(check_content(step.expected_content, text, "the retrieved chunks"))
-        if step.ground_truth:
-            threshold = step.ground_truth_threshold
-            if threshold is None:
-                threshold = self.project.agent.ground_truth_threshold
+        threshold = step.ground_truth_threshold
+        if threshold is None:
+            threshold = self.project.agent.ground_truth_threshold
+        if step.ground_truth and threshold is not None:  # else: only the metrics' reference
             embedder = self._ground_truth_embedder(step, calls)
             if llm:
                 answer = (turn.answer or "").strip()
