@@ -3,9 +3,10 @@
 A converter's text is read for its headings (Markdown ``#`` and underlined titles; in plain
 text the underlined titles of reStructuredText and AsciiDoc, and AsciiDoc's ``term::`` items,
 which head the entries of a man page's OPTIONS and EXAMPLES), or handed them (a PDF's
-outline). Each chunk then gets the path of the section holding most of its text. Formats
-without lines (HTML, .docx) get their place from it: a chunk of ``dgram.html`` says
-``UDP/datagram sockets › dgram.createSocket(options[, callback])``.
+outline). Each chunk then gets the path of the section holding most of its text: a chunk
+of ``dgram.html`` says ``UDP/datagram sockets › dgram.createSocket(options[, callback])``,
+and where the page's heading has an id, its anchor (``section_anchors``) is the chunk's
+location.
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ _MARKUP = re.compile(r":[\w-]+:(?=`)|`+|\*\*|\\(?=[^\w\s])")
 
 @dataclass(frozen=True)
 class Heading:
-    """A heading at character ``offset`` of the text, of ``level`` (1 is the top)."""
+    """A heading at character ``offset`` of the text, of ``level`` (1 is the top), and the
+    anchor a browser opens it by (``#bleeding-air``; ``""`` when it has none)."""
 
     offset: int
     level: int
     title: str
+    anchor: str = ""
 
 
 def markdown_headings(text: str) -> list[Heading]:
@@ -161,7 +164,7 @@ def _clean(found: list[Heading]) -> list[Heading]:
         if len(title) > MAX_TITLE:
             title = title[: MAX_TITLE - 1].rstrip() + "…"
         if title:
-            cleaned.append(Heading(h.offset, max(1, h.level), title))
+            cleaned.append(Heading(h.offset, max(1, h.level), title, h.anchor))
     cleaned.sort(key=lambda h: h.offset)
     return cleaned
 
@@ -172,12 +175,24 @@ def section_paths(headings: Sequence[Heading], spans: Iterable[tuple[int, int]])
     A path lists the headings above that section, outermost first (the deepest
     ``MAX_DEPTH``), joined by ``SEPARATOR``; ``""`` for text before the first heading.
     """
+    paths = _paths(headings)
+    return [paths[i] if i >= 0 else "" for i in _sections_of(headings, spans)]
+
+
+def section_anchors(headings: Sequence[Heading], spans: Iterable[tuple[int, int]]) -> list[str]:
+    """The anchor of each span's section (the one ``section_paths`` names); ``""`` where its
+    heading has none (a heading above it would open the page elsewhere than the text)."""
+    return [headings[i].anchor if i >= 0 else "" for i in _sections_of(headings, spans)]
+
+
+def _sections_of(headings: Sequence[Heading], spans: Iterable[tuple[int, int]]) -> list[int]:
+    """The index of the heading of the section holding most of each span (-1: before the
+    first heading)."""
     spans = list(spans)
     if not headings:
-        return ["" for _ in spans]
+        return [-1 for _ in spans]
     offsets = [h.offset for h in headings]
-    paths = _paths(headings)
-    names = []
+    found = []
     for start, end in spans:
         first = bisect_right(offsets, start) - 1  # the section the span starts in
         last = bisect_right(offsets, max(start, end - 1)) - 1
@@ -187,8 +202,8 @@ def section_paths(headings: Sequence[Heading], spans: Iterable[tuple[int, int]])
             hi = min(end, offsets[i + 1] if i + 1 < len(offsets) else end)
             if hi - lo > best_len:
                 best, best_len = i, hi - lo
-        names.append(paths[best] if best >= 0 else "")
-    return names
+        found.append(best)
+    return found
 
 
 def _paths(headings: Sequence[Heading]) -> list[str]:
