@@ -7,8 +7,8 @@ text'); CSV becomes a markdown table, one line
 per record, so chunks can name their rows; JSON is pretty-printed as a fenced block so
 keys and values stay searchable; .docx, .pptx and .xlsx go through markitdown's
 converters (a .docx's paragraphs are counted, to name a chunk's place); an HTML page's
-content (``html_page``) through trafilatura. markitdown and pypdfium2 are imported lazily: importing them is slow, and a
-run with nothing new to convert must not pay for it.
+content (``html_page``) through trafilatura. markitdown and pypdfium2 are imported lazily:
+importing them is slow, and a run with nothing new to convert must not pay for it.
 
 Every file is read from one descriptor whose real path is checked, after opening, to lie
 inside the source folder: a file swapped for a symlink to ``/etc/passwd`` between discovery

@@ -66,9 +66,10 @@ def prepare(
             meta, body = split_front_matter(text, name=file.rel_path)
             tags, language = tags_of(meta), language_of(meta)
             body_start = len(text) - len(body)  # chunks of the body, lines of the file
-        chunks = chunk_text(text[body_start:], counter, chunk_size, overlap)
-        spans = [(c.start + body_start, c.end + body_start) for c in chunks]
         headings = [h for h in converted.headings if h.offset >= body_start]
+        starts = [h.offset - body_start for h in headings]  # a chunk lies in one section
+        chunks = chunk_text(text[body_start:], counter, chunk_size, overlap, starts)
+        spans = [(c.start + body_start, c.end + body_start) for c in chunks]
         sections = section_paths(headings, spans)
         # A page's heading anchor (``#bleeding-air``) opens in a browser: it names the
         # place where the page has one, its paragraph number where it has none.
