@@ -37,7 +37,7 @@ log = logging.getLogger("holodeck.ingest")
 #: is chunked again by the next ingest, even when its file did not change, and its chunks
 #: whose text is unchanged keep their vectors: an upgrade brings an index to the new rules
 #: without re-embedding what they left alone. Raise it whenever those rules change.
-CHUNKING_VERSION = 3
+CHUNKING_VERSION = 4
 _VERSION_TAG = f"+chunks{CHUNKING_VERSION}"
 
 
