@@ -44,8 +44,9 @@ class FileLimits(StrictModel):
     max_zip_ratio: float = Field(
         default=100,
         ge=1,
-        description="How many times its zipped size one part of a .docx, .pptx or .xlsx may "
-        "unzip to, for parts of more than 1 MB unzipped (a zip bomb's: hundreds of times).",
+        description="How many times its zipped size a .docx, .pptx or .xlsx may unzip to: "
+        "each part of more than 1 MB unzipped, and all its parts together when they pass 1 MB "
+        "(a zip bomb's: hundreds of times).",
     )
     max_zip_entries: int = Field(
         default=10_000, ge=1, description="Entries (parts) in a .docx, .pptx or .xlsx."
