@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from holodeck.config.base import ShortForm, StrictModel, require_unique_names
+from holodeck.config.base import Int, MaybeFloat, ShortForm, StrictModel, require_unique_names
 from holodeck.config.evaluations import Metric, unique_metrics
 
 #: Similarity a ground_truth needs when neither the case nor agent.yaml sets a threshold.
@@ -147,7 +147,7 @@ class ExpectedTool(ShortForm):
     _short_key = "name"
     name: str = Field(min_length=1)
     args: dict[str, ArgMatch] | None = None
-    count: int = Field(default=1, ge=1, description="Calls that must match (at least).")
+    count: Int = Field(default=1, ge=1, description="Calls that must match (at least).")
 
 
 class Checks(StrictModel):
@@ -156,7 +156,7 @@ class Checks(StrictModel):
     ground_truth: str | None = Field(
         default=None, min_length=1, description="The expected answer, compared by similarity."
     )
-    ground_truth_threshold: float | None = Field(
+    ground_truth_threshold: MaybeFloat = Field(
         default=None, ge=0.0, le=1.0, description="Overrides the agent's ground_truth_threshold."
     )
     expected_tools: list[ExpectedTool] | None = None

@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
-from holodeck.config.base import ShortForm, StrictModel, require_unique_names
+from holodeck.config.base import Float, ShortForm, StrictModel, require_unique_names
 from holodeck.config.cases import DEFAULT_GROUND_TRUTH_THRESHOLD, TestCase, unique_case_names
 from holodeck.config.evaluations import EvaluationConfig
 from holodeck.config.llm import ModelConfig
@@ -77,7 +77,7 @@ class AgentConfig(StrictModel):
     test_cases_file: str | None = Field(
         default=None, description="YAML file of more test cases, relative to agent.yaml."
     )
-    ground_truth_threshold: float = Field(
+    ground_truth_threshold: Float = Field(
         default=DEFAULT_GROUND_TRUTH_THRESHOLD,
         ge=0.0,
         le=1.0,
