@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from holodeck.config.base import ShortForm, StrictModel, require_unique_names
+from holodeck.config.base import Int, MaybeFloat, ShortForm, StrictModel, require_unique_names
 from holodeck.config.evaluations import Metric, unique_metrics
 
 #: Seconds one ``regex`` check may run: a pattern that backtracks catastrophically
@@ -143,7 +143,7 @@ class ExpectedTool(ShortForm):
     _short_key = "name"
     name: str = Field(min_length=1)
     args: dict[str, ArgMatch] | None = None
-    count: int = Field(default=1, ge=1, description="Calls that must match (at least).")
+    count: Int = Field(default=1, ge=1, description="Calls that must match (at least).")
 
 
 class Checks(StrictModel):
@@ -155,7 +155,7 @@ class Checks(StrictModel):
         description="The expected answer: the reference the metrics read; compared by "
         "similarity too when a ground_truth_threshold is set (here or in agent.yaml).",
     )
-    ground_truth_threshold: float | None = Field(
+    ground_truth_threshold: MaybeFloat = Field(
         default=None,
         ge=0.0,
         le=1.0,

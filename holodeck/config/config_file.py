@@ -215,7 +215,12 @@ def _describe_error(
         )
     msg = str(err["msg"]).removeprefix("Value error, ")
     got = err.get("input")
-    shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    if kind == "finite_number" and isinstance(got, float):  # .inf, -.inf or .nan
+        written = ".nan" if got != got else ("-.inf" if got < 0 else ".inf")
+        fix = "for no limit, write a large one"
+        return f"{label}:{line}: {where}: a finite number, not {written} ({fix})"
+    plain = isinstance(got, dict | list) or got is None or kind == "bool_for_number"
+    shown = "" if plain else f" (got {got!r})"
     if _texty(err):
         shown = f" (got {got!r}; put the value in quotes to keep it as text)"
     return redact_url(f"{label}:{line}: {where}: {msg}{shown}")

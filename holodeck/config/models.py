@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
-from holodeck.config.base import ShortForm, StrictModel, require_unique_names
+from holodeck.config.base import MaybeFloat, ShortForm, StrictModel, require_unique_names
 from holodeck.config.cases import TestCase, unique_case_names
 from holodeck.config.evaluations import EvaluationConfig
 from holodeck.config.llm import ModelConfig
@@ -77,7 +77,7 @@ class AgentConfig(StrictModel):
     test_cases_file: str | None = Field(
         default=None, description="YAML file of more test cases, relative to agent.yaml."
     )
-    ground_truth_threshold: float | None = Field(
+    ground_truth_threshold: MaybeFloat = Field(
         default=None,
         ge=0.0,
         le=1.0,

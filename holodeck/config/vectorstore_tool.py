@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from holodeck.config.base import StrictModel
+from holodeck.config.base import Int, MaybeFloat, StrictModel
 from holodeck.config.file_limits import FileLimits
 from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
 from holodeck.config.tool_configs import ToolName
@@ -86,10 +86,10 @@ class VectorStoreToolConfig(StrictModel):
         default=None, description="Defaults to the provider's default (local: all-MiniLM-L6-v2)."
     )
     database: DatabaseConfig | None = None
-    top_k: int = Field(default=5, ge=1, le=100)
-    min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    chunk_size: int = Field(default=512, ge=16, description="Tokens per chunk.")
-    chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by neighbours.")
+    top_k: Int = Field(default=5, ge=1, le=100)
+    min_similarity_score: MaybeFloat = Field(default=None, ge=0.0, le=1.0)
+    chunk_size: Int = Field(default=512, ge=16, description="Tokens per chunk.")
+    chunk_overlap: Int = Field(default=50, ge=0, description="Tokens shared by neighbours.")
     file_types: list[Annotated[str, AfterValidator(_file_type)]] | None = Field(
         default=None,
         min_length=1,

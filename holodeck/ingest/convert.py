@@ -202,7 +202,8 @@ def _check_zip(stream: IO[bytes], limits: FileLimits) -> None:
     Only the directory is read: each entry's sizes, as the archive states them. Those bound
     what the converters can inflate, since they all unzip with ``zipfile``, which stops at
     an entry's stated size. Checked in turn: the number of entries, each part's ratio
-    (unzipped to zipped size), and their total unzipped size.
+    (unzipped to zipped size), the ratio of all parts together (many small parts), and their
+    total unzipped size.
     """
     try:
         with zipfile.ZipFile(stream) as archive:
@@ -227,6 +228,14 @@ def _check_zip(stream: IO[bytes], limits: FileLimits) -> None:
                 "max_zip_ratio",
             )
     total = sum(entry.file_size for entry in entries)
+    packed = max(sum(entry.compress_size for entry in entries), 1)
+    if total > _RATIO_CHECKED_FROM and total > limits.max_zip_ratio * packed:
+        # Many parts each under the floor above add up to a bomb too (90 parts of 0.99 MB).
+        raise OverLimit(
+            f"its {len(entries):,} parts unzip to {_mb(total)}, {total / packed:,.0f} times "
+            f"their zipped size (limit {limits.max_zip_ratio:g}: a zip bomb?)",
+            "max_zip_ratio",
+        )
     if total > limits.max_unzipped_mb * MB:
         raise OverLimit(
             f"unzips to {_mb(total)} (limit {limits.max_unzipped_mb:g} MB)", "max_unzipped_mb"

@@ -42,6 +42,8 @@ class Prepared:
     tags: list[str] = field(default_factory=list)
     language: str | None = None
     failure: str | None = None
+    #: The failure is a limit passed (the same file under the same limits fails again).
+    over_limit: bool = False
 
 
 def prepare(
@@ -77,7 +79,8 @@ def prepare(
         counted = locate(text, converted.anchors, spans)
         locations = [a or c for a, c in zip(anchored, counted, strict=True)]
     except OverLimit as exc:
-        return Prepared(file, failure=f"{exc.reason} {owner}" if owner else exc.reason)
+        reason = f"{exc.reason} {owner}" if owner else exc.reason
+        return Prepared(file, failure=reason, over_limit=True)
     except ConversionError as exc:
         return Prepared(file, failure=exc.reason)
     except Exception as exc:  # one bad file never stops an ingest, whatever went wrong
