@@ -30,22 +30,6 @@ REFUSED_STANDARD_METRICS = {
         "needs NLTK's WordNet data, which NLTK downloads at run time (offline and in CI it "
         "fails); use rouge or bleu, or a geval metric to judge paraphrases"
     ),
-    "groundedness": (
-        "is the original HoloDeck's deprecated Azure AI metric; use type: rag with "
-        "metric_type: faithfulness"
-    ),
-    "relevance": (
-        "is the original HoloDeck's deprecated Azure AI metric; use type: rag with "
-        "metric_type: answer_relevancy"
-    ),
-    "coherence": (
-        "is the original HoloDeck's deprecated Azure AI metric; use type: geval with "
-        "criteria saying what coherent means for you"
-    ),
-    "fluency": (
-        "is the original HoloDeck's deprecated Azure AI metric; use type: geval with "
-        "criteria saying what fluent means for you"
-    ),
     "safety": (
         "is the original HoloDeck's deprecated Azure AI metric; use type: geval with "
         "criteria saying what safe means for you"

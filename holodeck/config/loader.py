@@ -133,9 +133,9 @@ def load_project(agent_path: str | Path) -> Project:
     _refuse_literal_api_key(data, node, label)
     data = _substitute(data, env, node, label)
     agent = _validate(AgentConfig, data, node, label)
-    _check_embedding_models(agent, node, label)
-    _check_files(agent, root, node, label)
     warnings = list(adapted.warnings)
+    _check_embedding_models(agent, node, label, warnings)
+    _check_files(agent, root, node, label)
     project_db = _global_db(
         root / PROJECT_CONFIG, env, f"project: {PROJECT_CONFIG.as_posix()}", warnings
     )
@@ -212,8 +212,14 @@ def default_embedding_model(agent: AgentConfig) -> str:
     return DEFAULT_LOCAL_MODEL
 
 
-def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: str) -> None:
-    """Refuse an embedding model that the configured provider does not offer."""
+def _check_embedding_models(
+    agent: AgentConfig, node: yaml.Node | None, label: str, warnings: list[str]
+) -> None:
+    """Refuse an embedding model that the configured provider does not offer.
+
+    A Voyage AI model with provider anthropic (what the original HoloDeck's init writes for
+    it) is replaced by the local model, with a warning: holodeck does not call Voyage AI.
+    """
     embeds = agent.embedding_model_config
     provider = embeds.provider if embeds else None
     for i, tool in enumerate(agent.tools):
@@ -221,6 +227,16 @@ def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: s
             continue
         name = tool.embedding_model
         if name is None or name in LOCAL_MODEL_NAMES or _looks_like_path(name):
+            continue
+        if provider == "anthropic" and name.startswith("voyage-"):
+            line = line_of(node, ("tools", i, "embedding_model"))
+            warnings.append(
+                f"{label}:{line}: tools[{i}].embedding_model: {name} is Voyage AI's, which "
+                f"holodeck does not call; embedded with the local {DEFAULT_LOCAL_MODEL} instead "
+                "(embedding_provider: names a remote provider)"
+            )
+            log.warning("%s", warnings[-1])
+            tool.embedding_model = None
             continue
         if provider in ("azure_openai", "ollama"):
             continue  # deployment names and pulled models are the user's own

@@ -187,9 +187,9 @@ def test_config_show_accepts_it_too(tmp_path: Path) -> None:
             "supported: equality, numeric, f1_score, rouge, bleu",
         ),
         (
-            "- metric: groundedness",
-            "evaluations.metrics[0].metric: 'groundedness' is the original HoloDeck's "
-            "deprecated Azure AI metric; use type: rag with metric_type: faithfulness",
+            "- metric: safety",
+            "evaluations.metrics[0].metric: 'safety' is the original HoloDeck's "
+            "deprecated Azure AI metric; use type: geval with criteria saying what safe means",
         ),
         (
             "- {type: rag, metric_type: hallucination}",
