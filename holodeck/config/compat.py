@@ -88,7 +88,7 @@ _OUR_DATABASE_KEYS = ("connection_string", "index_name", "vector_algorithm", "di
 def original_keys(loc: Loc) -> list[str]:
     """Keys of the original at ``loc`` that holodeck drops (for a typo's "did you mean")."""
     if not loc:
-        return [*IGNORED_SECTIONS, *IGNORED_GLOBAL_SECTIONS, "vectorstores", "response_format"]
+        return [*IGNORED_SECTIONS, *IGNORED_GLOBAL_SECTIONS, "vectorstores"]
     if loc[0] == "tools" and len(loc) == 3:  # ("tools", i, type)
         return [*IGNORED_VECTORSTORE_KEYS, "defer_loading", "server", "load_prompts"]
     return []
@@ -181,15 +181,6 @@ def _top_level(data: dict[str, Any], run: _Pass) -> None:
     for key, why in IGNORED_SECTIONS.items():
         if key in data:
             run.ignore(data, key, (), why)
-    if data.get("response_format") is not None:
-        run.ignore(
-            data,
-            "response_format",
-            (),
-            "structured output is not requested yet: the model answers in text; describe "
-            "the answer's format in instructions:",
-        )
-    data.pop("response_format", None)
     evaluations = data.get("evaluations")
     if isinstance(evaluations, dict) and isinstance(evaluations.get("metrics"), list):
         adapt_metrics(evaluations["metrics"], ("evaluations", "metrics"), run)

@@ -23,6 +23,7 @@ from holodeck.config.config_file import _read_yaml, _substitute, _validate
 from holodeck.config.envsubst import environment_for
 from holodeck.config.files import file_label, home_dir
 from holodeck.config.models import AgentConfig, GlobalConfig
+from holodeck.config.response_format import load_response_schema
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.vectorstore_tool import (
     OPENAI_EMBEDDING_MODELS,
@@ -75,6 +76,8 @@ class Project:
     #: agent.yaml's node tree, so errors found later (importing a function tool, starting
     #: an MCP server) name the line of the value too.
     node: yaml.Node | None = None
+    #: The JSON schema of ``response_format`` (read from its file), or None.
+    response_schema: dict[str, Any] | None = None
 
     @property
     def tenant_id(self) -> str:
@@ -136,6 +139,7 @@ def load_project(agent_path: str | Path) -> Project:
     warnings = list(adapted.warnings)
     _check_embedding_models(agent, node, label, warnings)
     _check_files(agent, root, node, label)
+    response_schema = load_response_schema(agent.response_format, root, node, label)
     project_db = _global_db(
         root / PROJECT_CONFIG, env, f"project: {PROJECT_CONFIG.as_posix()}", warnings
     )
@@ -146,7 +150,7 @@ def load_project(agent_path: str | Path) -> Project:
         _resolve_tool(t, root, agent, project_db, user_db)
         for t in agent.tools_of(VectorStoreToolConfig)
     ]
-    return Project(path, root, agent, tools, warnings, node)
+    return Project(path, root, agent, tools, warnings, node, response_schema)
 
 
 def _warn(lines: list[str]) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from holodeck.agent.loop import Agent, ToolCallRecord
+from holodeck.agent.structured import violation
 from holodeck.config.cases import TestCase, Turn
 from holodeck.config.loader import Project
 from holodeck.embeddings.base import Embedder
@@ -327,6 +328,11 @@ class TestRunner:
             else:
                 text = "\n\n".join(chunks)
                 checks.append(check_content(step.expected_content, text, "the retrieved chunks"))
+        schema = self.project.response_schema
+        if llm and schema is not None:
+            problem = violation(turn.answer or "", schema)
+            detail = f"the answer does not fit the schema: {problem}" if problem else "fits"
+            checks.append(Check("response_format", problem is None, detail))
         if step.ground_truth:
             threshold = step.ground_truth_threshold
             if threshold is None:

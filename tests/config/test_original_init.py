@@ -161,7 +161,34 @@ def model(body: dict[str, Any]) -> Reply:
         if calls:
             return tool_calls(*calls)
     found = " ".join(tool_results(body))[:300]
-    return text(f"Here is what I found about {question.lower()} {found}".strip())
+    said = f"Here is what I found about {question.lower()} {found}".strip()
+    schema = _schema(body)
+    if schema is None:
+        return text(said)
+    answer = {key: _value(schema["properties"][key], said) for key in schema["required"]}
+    if "respond" in tools:  # provider anthropic: the answer is the answer tool's input
+        return tool_calls(("respond", answer))
+    return text(json.dumps(answer))
+
+
+def _schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The response_format schema a request asks the answer to fit."""
+    fmt = body.get("response_format")
+    if fmt:
+        return dict(fmt["json_schema"]["schema"])
+    for tool in body.get("tools") or []:
+        if tool.get("name") == "respond":
+            return dict(tool["input_schema"])
+    return None
+
+
+def _value(prop: dict[str, Any], said: str) -> Any:
+    """A value of a schema property's type: the answer's words, in the shape asked for."""
+    if "enum" in prop:
+        return prop["enum"][0]
+    if prop.get("type") == "array":
+        return [said]
+    return said
 
 
 @pytest.fixture
@@ -210,6 +237,11 @@ def test_what_the_original_init_writes_loads_and_runs(
     for case in cases:
         for metric in case["metrics"]:
             assert metric["status"] in ("passed", "failed"), metric
+    # the answers were asked for in response_format's shape, and checked against it
+    if "response_format" in agent_yaml:
+        for case in cases:
+            (fits,) = [c for c in case["checks"] if c["check"] == "response_format"]
+            assert fits["passed"], fits
     # the model and the judge were asked at each provider's API (Ollama's under /v1)
     asked = [r.path for r in server.requests if r.path.endswith(("/completions", "/messages"))]
     assert asked and all("/v1/" in path for path in asked), asked
