@@ -244,7 +244,7 @@ class TestRunner:
                 await self._converse(case, agent, step, turn)
             await asyncio.to_thread(self._check, step, turn)
             turn.metrics = await self.evaluator.evaluate(
-                step, turn.answer, turn.tool_calls, case.name
+                step, turn.answer, turn.tool_calls, case.name, turn.index - 1
             )
         except Exception as exc:
             log.debug("test case %r errored", case.name, exc_info=True)  # -v: the traceback

@@ -199,7 +199,7 @@ def test_config_show_accepts_it_too(tmp_path: Path) -> None:
         ),
         (
             "- {type: judge, name: x}",
-            "agent.yaml:5: evaluations.metrics[0]: type: must be one of standard, geval, rag",
+            "agent.yaml:5: evaluations.metrics[0]: type: must be one of standard, geval, rag, code",
         ),
         (
             "- {type: geval, name: x, criteria: y, evaluation_step: [a]}",
