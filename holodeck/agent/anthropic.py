@@ -135,8 +135,11 @@ def messages_request(request: dict[str, Any]) -> dict[str, Any]:
             }
             for t in request["tools"]
         ]
-        if request.get("tool_choice") == "none":
+        choice = request.get("tool_choice")
+        if choice == "none":
             params["tool_choice"] = {"type": "none"}
+        elif isinstance(choice, dict):  # one function, by name: structured output's tool
+            params["tool_choice"] = {"type": "tool", "name": choice["function"]["name"]}
     sampling = {k: request[k] for k in ("temperature", "top_p") if k in request}
     if sampling:  # sent as written; this SDK's signature no longer lists them
         params["extra_body"] = sampling

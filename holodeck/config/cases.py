@@ -8,6 +8,7 @@ running the cases is ``holodeck.testing``'s.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any
 
@@ -80,10 +81,11 @@ class ArgMatch(StrictModel):
             return _same_value(self.equals, value)
         if self.fuzzy is not None:
             return _fuzzy_key(self.fuzzy) == _fuzzy_key(value)
-        if not isinstance(value, str):
-            return False
         if self.regex is not None:
             import regex
+
+            if not isinstance(value, str):  # a number or a flag: its text, as the original
+                value = json.dumps(value) if value is not None else ""
 
             try:  # a time limit, and the GIL released: Ctrl-C is never held up by a match
                 found = regex.search(self.regex, value, timeout=REGEX_SECONDS, concurrent=True)
@@ -94,6 +96,8 @@ class ArgMatch(StrictModel):
                 ) from None
             return found is not None
         assert self.contains is not None
+        if not isinstance(value, str):
+            return False
         return self.contains.casefold() in value.casefold()
 
     def describe(self) -> str:
@@ -124,12 +128,15 @@ _SEPARATORS = re.compile(r"[\s,_\u00a0\u202f]")
 
 
 def _fuzzy_key(value: Any) -> str | float:
-    """What a fuzzy match compares: a number when the text is one, else the folded text."""
+    """What a fuzzy match compares: a number when the text is one (``35%`` is 0.35, as in
+    the original), else the folded text."""
     text = _SEPARATORS.sub("", str(value).casefold())
+    number, percent = (text[:-1], True) if text.endswith("%") else (text, False)
     try:
-        return float(text)
+        parsed = float(number)
     except ValueError:
         return text
+    return round(parsed / 100 if percent else parsed, 12)
 
 
 class ExpectedTool(ShortForm):

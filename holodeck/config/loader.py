@@ -13,6 +13,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -22,6 +23,7 @@ from holodeck.config.config_file import _read_yaml, _substitute_and_validate
 from holodeck.config.envsubst import environment_for
 from holodeck.config.files import file_label, home_dir
 from holodeck.config.models import AgentConfig, GlobalConfig
+from holodeck.config.response_format import load_response_schema
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.vectorstore_tool import (
     OPENAI_EMBEDDING_MODELS,
@@ -72,6 +74,8 @@ class Project:
     #: agent.yaml's node tree, so errors found later (importing a function tool, starting
     #: an MCP server) name the line of the value too.
     node: yaml.Node | None = None
+    #: The JSON schema of ``response_format`` (read from its file), or None.
+    response_schema: dict[str, Any] | None = None
 
     @property
     def tenant_id(self) -> str:
@@ -133,12 +137,13 @@ def load_project(agent_path: str | Path, calls_model: bool = False) -> Project:
     data = adapted.data
     refuse_literal_api_key(data, node, label)
     agent, unset_keys = _substitute_and_validate(AgentConfig, data, env, node, label)
-    _check_embedding_models(agent, node, label)
-    _check_files(agent, root, node, label)
     warnings = list(adapted.warnings)
+    _check_embedding_models(agent, node, label, warnings)
+    _check_files(agent, root, node, label)
     if not calls_model:
         warnings += [key.warning for key in unset_keys]
         _warn([key.warning for key in unset_keys])
+    response_schema = load_response_schema(agent.response_format, root, node, label)
     project_db = _global_db(
         root / PROJECT_CONFIG, env, f"project: {PROJECT_CONFIG.as_posix()}", warnings
     )
@@ -149,7 +154,7 @@ def load_project(agent_path: str | Path, calls_model: bool = False) -> Project:
         _resolve_tool(t, root, agent, project_db, user_db)
         for t in agent.tools_of(VectorStoreToolConfig)
     ]
-    return Project(path, root, agent, tools, warnings, node)
+    return Project(path, root, agent, tools, warnings, node, response_schema)
 
 
 def _warn(lines: list[str]) -> None:
@@ -215,8 +220,14 @@ def default_embedding_model(agent: AgentConfig) -> str:
     return DEFAULT_LOCAL_MODEL
 
 
-def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: str) -> None:
-    """Refuse an embedding model that the configured provider does not offer."""
+def _check_embedding_models(
+    agent: AgentConfig, node: yaml.Node | None, label: str, warnings: list[str]
+) -> None:
+    """Refuse an embedding model that the configured provider does not offer.
+
+    A Voyage AI model with provider anthropic (what the original HoloDeck's init writes for
+    it) is replaced by the local model, with a warning: holodeck does not call Voyage AI.
+    """
     embeds = agent.embedding_model_config
     provider = embeds.provider if embeds else None
     for i, tool in enumerate(agent.tools):
@@ -224,6 +235,16 @@ def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: s
             continue
         name = tool.embedding_model
         if name is None or name in LOCAL_MODEL_NAMES or _looks_like_path(name):
+            continue
+        if provider == "anthropic" and name.startswith("voyage-"):
+            line = line_of(node, ("tools", i, "embedding_model"))
+            warnings.append(
+                f"{label}:{line}: tools[{i}].embedding_model: {name} is Voyage AI's, which "
+                f"holodeck does not call; embedded with the local {DEFAULT_LOCAL_MODEL} instead "
+                "(embedding_provider: names a remote provider)"
+            )
+            log.warning("%s", warnings[-1])
+            tool.embedding_model = None
             continue
         if provider in ("azure_openai", "ollama"):
             continue  # deployment names and pulled models are the user's own

@@ -8,7 +8,7 @@ sections have their own modules: knowledge bases (``vectorstore_tool``), the oth
 
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -72,6 +72,13 @@ class AgentConfig(StrictModel):
         ),
     )
     instructions: Instructions | None = None
+    response_format: dict[str, Any] | str | None = Field(
+        default=None,
+        description=(
+            "JSON schema the answer must fit (inline, or a .json file relative to agent.yaml): "
+            "requested from the model, and checked by holodeck test."
+        ),
+    )
     tools: list[AgentTool] = Field(default_factory=list)
     test_cases: list[TestCase] | None = None
     test_cases_file: str | None = Field(

@@ -447,11 +447,6 @@ REFUSED = [
         "agent.yaml:6: claude.allowed_tools: tool allow- and deny-lists are not supported;",
     ),
     (
-        "response_format:\n  type: object\n",
-        "agent.yaml:5: response_format: structured output is not supported (the model answers "
-        "in text); describe the answer's format in instructions:",
-    ),
-    (
         "tools:\n  - name: summarize\n    description: Summaries\n    type: prompt\n"
         "    template: 'Summarize {{text}}'\n    parameters:\n      text: {type: string}\n",
         "agent.yaml:8: tools[0].type: prompt tools are not supported; write the template as a "
