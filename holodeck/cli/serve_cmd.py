@@ -9,6 +9,7 @@ import click
 from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import WatchReport
 from holodeck.config.loader import load_project
+from holodeck.errors import ConfigError
 from holodeck.tools.vectorstore_tool import build_tools
 
 #: The original HoloDeck's port for ``serve``.
@@ -124,8 +125,9 @@ def serve(
     warning, and refused without the token unless --no-auth is given.
     """
     if protocol == "ag-ui":
-        raise click.UsageError(
-            "--protocol ag-ui is not built yet; use --protocol rest (the original's REST API)"
+        raise ConfigError(
+            "--protocol ag-ui is not built yet (no AG-UI server here); use --protocol rest, "
+            "the original HoloDeck's REST API"
         )
     if protocol == "rest":
         if http is not None or tool_names:
