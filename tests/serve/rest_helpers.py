@@ -35,6 +35,8 @@ tools:
     source: docs
     top_k: 3
 """
+#: The airlock manual with headings: its passages carry a section path.
+AIRLOCK = "# Airlock\n\n## Cycling\n\n" + DOCS["airlock.md"] + "\n"
 #: How long a server may take to start on a loaded machine (interpreter, imports, index).
 START_SECONDS = 120
 STREAM = "/agent/station/chat/stream"
@@ -46,6 +48,7 @@ def make_model_project(root: Path, url: str) -> Path:
     write(root / "agent.yaml", AGENT.format(url=url))
     for name, text in DOCS.items():
         write(root / "docs" / name, text + "\n")
+    write(root / "docs" / "airlock.md", AIRLOCK)
     write(root / "faq.md", FAQ)
     (root / "home").mkdir(parents=True, exist_ok=True)
     return root

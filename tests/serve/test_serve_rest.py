@@ -130,7 +130,7 @@ def test_a_streamed_answer_sends_its_tool_calls_and_sources_before_the_text(
     assert data["tool_call_args"]["args_delta"] == '{"query": "airlock"}'
     first = data["tool_call_result"]["results"][0]
     assert first["source"] == "docs/airlock.md"
-    assert first["location"] == "lines 1-2" or first["location"].startswith("line")
+    assert (first["location"], first["section"]) == ("lines 1-5", "Airlock › Cycling")
     assert "airlock" in first["content"]
     assert data["tool_call_end"] == {"tool_call_id": "call_a", "status": "success"}
     text_sent = "".join(d["delta"] for n, d in got if n == "message_delta")
