@@ -100,10 +100,19 @@ def build_app(state: RestState) -> Starlette:
         session, message = got
         message_id = new_ulid()
         async with session.lock:
+            turn = asyncio.create_task(session.agent.run_turn(message))
+            gone = asyncio.create_task(_disconnected(request))
+            await asyncio.wait((turn, gone), return_when=asyncio.FIRST_COMPLETED)
+            gone.cancel()
+            if not turn.done():  # the client left: its turn is cancelled and forgotten
+                turn.cancel()
+                with suppress(BaseException):
+                    await turn
+                return Response(status_code=499)
             try:
-                result = await session.agent.run_turn(message)
+                result = turn.result()
             except HoloDeckError as exc:
-                return _problem(502, "Agent Error", str(exc))
+                return _problem(502, "Agent Error", redact(str(exc)))
             session.turns += 1
         return JSONResponse(
             {
@@ -194,6 +203,12 @@ async def _admit(request: Request, state: RestState) -> tuple[Session, str] | Re
             f"session {session.id} is still answering its last message; wait for it to end",
         )
     return session, chat.message
+
+
+async def _disconnected(request: Request) -> None:
+    """Return once the client has gone (its body was read already)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _turn_events(

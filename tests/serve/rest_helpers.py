@@ -108,9 +108,12 @@ def events(lines: Iterator[str]) -> Iterator[tuple[str, dict[str, Any]]]:
             name, data = "message", ""
 
 
-def stream(url: str, body: dict[str, Any], **kwargs: Any) -> list[tuple[str, dict[str, Any]]]:
-    """Every event of one streamed answer, read to the end."""
-    with httpx2.stream("POST", url + STREAM, json=body, timeout=60, **kwargs) as response:
+def stream(
+    url: str, body: dict[str, Any], agent: str = "station", **kwargs: Any
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every event of one streamed answer of ``agent``, read to the end."""
+    path = f"/agent/{agent}/chat/stream"
+    with httpx2.stream("POST", url + path, json=body, timeout=60, **kwargs) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
         return list(events(response.iter_lines()))

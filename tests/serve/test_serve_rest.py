@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from cli_helpers import run_holodeck
+from cli_helpers import run_holodeck, write
 from fake_openai import FakeOpenAI, stream_error, text, tool_calls
 from rest_helpers import (
     CHAT,
@@ -28,7 +28,7 @@ from rest_helpers import (
 )
 from serve_helpers import make_project, wait_for
 
-from holodeck.serve.api_models import is_ulid
+from holodeck.serve.api_models import is_ulid, new_ulid
 
 TOKEN_VAR = "HOLODECK_SERVE_TOKEN"
 
@@ -313,3 +313,72 @@ def test_mcp_options_and_rest_options_do_not_mix(tmp_path: Path) -> None:
     assert result.returncode == 2 and "--port is for --protocol rest" in result.stderr
     result = run_holodeck("serve", "--protocol", "rest", "--http", "9000", cwd=project, stdin="")
     assert result.returncode == 2 and "--http and --tool are for MCP" in result.stderr
+
+
+def test_a_client_that_leaves_a_whole_answer_frees_its_turn(
+    served: RestServer, fake_openai: FakeOpenAI
+) -> None:
+    session_id = new_ulid()  # a client may name its session, as the original allows
+    fake_openai.chat.push(text("Too late.", wait=300))  # a model that takes minutes
+    slow = {"message": "Slow question", "session_id": session_id}
+    with pytest.raises(httpx2.TimeoutException):
+        httpx2.post(served.url + CHAT, json=slow, timeout=3)
+    fake_openai.chat.push(text("Quick."))
+    follow = {"message": "Quick question", "session_id": session_id}
+
+    def answered() -> dict | None:
+        reply = httpx2.post(served.url + CHAT, json=follow, timeout=60)
+        return None if reply.status_code == 409 else reply.json()
+
+    assert wait_for(answered, 60, None)["content"] == "Quick."
+    assert user_turns(fake_openai.chat_requests()[-1]) == ["Quick question"]
+
+
+def test_a_failing_tool_call_is_reported_and_the_answer_goes_on(
+    served: RestServer, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.chat.push(
+        tool_calls(("no_such_tool", {"query": "x"}, "call_bad")),
+        text("I could not search that."),
+    )
+    got = stream(served.url, {"message": "Use a tool that is not there"})
+    data = dict(got)
+    assert data["tool_call_result"]["error"].startswith("unknown tool 'no_such_tool'")
+    assert data["tool_call_end"] == {"tool_call_id": "call_bad", "status": "error"}
+    assert got[-1][0] == "stream_end"
+
+
+def test_a_file_added_while_serving_is_found(served: RestServer, fake_openai: FakeOpenAI) -> None:
+    project = served.err_path.parent
+    write(project / "docs" / "greenhouse.md", "The greenhouse dome grows strawberries.\n")
+    wait_for(lambda: "station_docs: 1 new" in served.stderr(), 120, None)
+    fake_openai.chat.push(
+        tool_calls(("station_docs", {"query": "The greenhouse dome grows strawberries."})),
+        text("Strawberries."),
+    )
+    got = stream(served.url, {"message": "What grows in the greenhouse?"})
+    found = dict(got)["tool_call_result"]["results"]
+    assert found[0]["source"] == "docs/greenhouse.md"
+
+
+def test_without_a_model_each_message_searches_every_knowledge_base(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "station")  # no model: retrieval-only, the local model
+    server = RestServer(project)
+    try:
+        server.wait_ready()
+        assert httpx2.get(server.url + "/health", timeout=30).json()["retrieval_only"] is True
+        question = {"message": "How long does the airlock take to cycle?"}
+        got = stream(server.url, question, agent="serve-test")
+        names = [name for name, _ in got]
+        assert names[0] == "stream_start" and names[-2:] == ["message_delta", "stream_end"]
+        assert (
+            names[1:-2]
+            == ["tool_call_start", "tool_call_args", "tool_call_result", "tool_call_end"] * 2
+        )
+        results = {d["name"]: d["results"] for n, d in got if n == "tool_call_result"}
+        assert set(results) == {"station_docs", "faq"}
+        assert results["station_docs"][0]["source"] == "docs/airlock.md"
+        assert "docs/airlock.md" in got[-2][1]["delta"]  # the formatted results, as chat shows
+        assert server.stop() == 0
+    finally:
+        server.kill()
