@@ -8,7 +8,6 @@ clients that do not know it skip it as SSE clients skip any unknown event.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -95,8 +94,3 @@ def tool_call_json(record: ToolCallRecord) -> dict[str, Any]:
         "error": record.error,
         "results": result_json(record),
     }
-
-
-def sse(event: str, data: dict[str, Any]) -> str:
-    """One server-sent event: ``event: NAME`` then its JSON on one ``data:`` line."""
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"

@@ -26,7 +26,7 @@ from holodeck.errors import ConfigError
 from holodeck.serve.auth import BearerAuth, exposure, is_loopback
 from holodeck.serve.limits import RateLimiter
 from holodeck.serve.readiness import Readiness
-from holodeck.serve.rest_app import RestState, build_app
+from holodeck.serve.rest_app import build_app
 from holodeck.serve.run import (
     HTTP_GRACE_SECONDS,
     HTTP_KEEP_ALIVE_SECONDS,
@@ -39,6 +39,7 @@ from holodeck.serve.run import (
     _watch,
 )
 from holodeck.serve.sessions import SessionStore
+from holodeck.serve.turns import ServerState
 from holodeck.tools.callables import CallableTool
 from holodeck.tools.initialize import agent_functions
 
@@ -162,7 +163,7 @@ async def _serve_app(
         )
 
     make_agent()  # a clash of tool names fails now, not at the first message
-    state = RestState(
+    state = ServerState(
         agent_name=template.project.agent.name,
         sessions=SessionStore(make_agent),
         readiness=readiness,
