@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from holodeck.config.vectorstore_tool import DatabaseConfig
 from holodeck.errors import HoloDeckError
+from holodeck.extras import require
 from holodeck.redact import redact_url
 from holodeck.vectorstore.adapter import IndexAdapter
 from holodeck.vectorstore.local import LocalIndexAdapter
@@ -77,6 +78,7 @@ def open_index(
 
 def _redis_adapter(database: DatabaseConfig, **options: Any) -> RedisIndexAdapter:
     """A Redis adapter for a database section (imported here: redisvl loads slowly)."""
+    require("redis", "redis", "redisvl", feature="database provider redis")
     from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 
     return RedisIndexAdapter(
