@@ -274,3 +274,39 @@ def snapshot(url: str, index: str, tenant: str, library: str) -> dict[str, Any]:
         }
     finally:
         adapter.close()
+
+
+def test_a_same_name_project_reads_and_writes_nothing_it_does_not_own(
+    tmp_path: Path, pg_url: str, pg_index_name: str
+) -> None:
+    name, tool = "skyline-assistant", "knowledge_base"
+
+    def make_project(root: Path, docs: dict[str, str], tenant: str = "") -> Path:
+        agent = f"name: {name}\n" + (f"tenant: {tenant}\n" if tenant else "")
+        agent += f"tools:\n  - type: vectorstore\n    name: {tool}\n    source: docs\n"
+        write(root / "agent.yaml", agent + pg_database(pg_url, pg_index_name))
+        write_docs(root / "docs", docs)
+        return root
+
+    docs_a = {k: v for k, v in CORPUS.items() if k.startswith(("space/", "kitchen/"))}
+    docs_b = {k: v for k, v in CORPUS.items() if k.startswith("garden/")}
+    a = make_project(tmp_path / "a", docs_a)
+    b = make_project(tmp_path / "b", docs_b)
+    summary, _ = holodeck_json("ingest", cwd=a)
+    assert summary["tools"][0]["new"] == len(docs_a)
+    before = snapshot(pg_url, pg_index_name, name, tool)
+    for args in (("ingest",), ("ingest", "--force-ingest"), ("search", "compost")):
+        refused = run_holodeck(*args, cwd=b)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        [line] = [x for x in refused.stderr.splitlines() if x.startswith("Error")]
+        assert f"the library of tenant '{name}' in the postgres index is filled by another" in line
+        assert str(a) not in refused.stderr
+    assert_same_library(snapshot(pg_url, pg_index_name, name, tool), before)
+
+    make_project(b, docs_b, tenant="garden-team")  # another tenant: both kept
+    summary, _ = holodeck_json("ingest", cwd=b)
+    assert summary["tools"][0]["new"] == len(docs_b)
+    assert_same_library(
+        snapshot(pg_url, pg_index_name, name, tool),
+        before | {"total": before["total"] + summary["tools"][0]["chunks_total"]},
+    )
