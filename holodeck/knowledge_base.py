@@ -405,12 +405,13 @@ class KnowledgeBase:
         results = []
         for rank, passage in enumerate(passages, start=1):
             best = passage.best.record
+            content = passage.text_within(bound)
             results.append(
                 SearchResult(
                     rank=rank,
                     score=passage.score,
                     source_path=best.source_path,
-                    content=passage.text_within(bound),
+                    content=content,
                     chunk_id=best.chunk_id,
                     doc_id=best.doc_id,
                     book_id=best.book_id,
@@ -420,6 +421,7 @@ class KnowledgeBase:
                     location=passage.location,
                     section=passage.section,
                     span=passage.span,
+                    places=passage.places_within(content),
                     chunks=[c.record.chunk_index for c in passage.chunks],
                 )
             )

@@ -67,6 +67,17 @@ class SearchResult:
     #: Where the whole passage's text comes from (``pages 1-3``: the best chunk and the
     #: neighbours merged into it); ``location`` is where the best chunk, the answer, sits.
     span: str = ""
+    #: Each merged chunk's characters of ``content``, ``[start, end)``, and its location, in
+    #: the order of ``chunks`` (``(0, 0, ...)``: not in ``content``); empty when unknown.
+    places: list[tuple[int, int, str]] = field(default_factory=list)
+
+    @property
+    def best_chars(self) -> tuple[int, int]:
+        """The best chunk's ``[start, end)`` in ``content``; ``(0, 0)`` when unknown."""
+        if self.chunk_index in self.chunks and len(self.places) == len(self.chunks):
+            start, end, _ = self.places[self.chunks.index(self.chunk_index)]
+            return start, end
+        return 0, 0
 
     @property
     def place(self) -> str:
@@ -84,10 +95,15 @@ def where_fields(result: SearchResult) -> str:
     return out + (f" | Section: {result.section}" if result.section else "")
 
 
-def result_line(number: int, result: SearchResult, place: bool = True) -> str:
-    """``[1] Score: 0.83 | Source: docs/x.md``, then where it is (``place``) when known."""
+def result_line(number: int, result: SearchResult, place: bool = True, shown: str = "") -> str:
+    """``[1] Score: 0.83 | Source: docs/x.md``, then where it is (``place``) when known;
+    ``shown``: the lines shown come from a merged neighbour there (``| Shown: lines 7-32``)."""
     line = f"[{number}] Score: {result.score:.2f} | Source: {result.source_path}"
-    return line + where_fields(result) if place else line
+    if not place:
+        return line
+    if result.location:
+        line += f" | Location: {result.location}" + (f" | Shown: {shown}" if shown else "")
+    return line + (f" | Section: {result.section}" if result.section else "")
 
 
 def no_results(query: str) -> str:
@@ -188,21 +204,29 @@ def term_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
     return [m.span() for m in _WORD.finditer(text) if _stem(m.group()) in terms]
 
 
-def snippet(content: str, terms: frozenset[str], budget: int, quantity: bool = False) -> str:
+def snippet(
+    content: str,
+    terms: frozenset[str],
+    budget: int,
+    quantity: bool = False,
+    best: tuple[int, int] = (0, 0),
+) -> str:
     """At most about ``budget`` characters of ``content`` around its best-matching passage
-    (``quantity``: the question asks for one, so a passage holding a number comes first).
+    (``quantity``: the question asks for one, so a passage holding a number comes first;
+    among passages that match alike, one of the best chunk's, ``content[best[0]:best[1]]``:
+    a purely semantic hit shows the best chunk's beginning, not its neighbour's).
 
     Neighbouring pieces are added while they fit, those after it first (they usually go on
     with the answer); ``…`` marks text left out before or after. Whitespace is collapsed: the
     result is one line of prose.
     """
-    parts = [_plain(p) for p in pieces(content)] or [" ".join(content.split())]
-    best = max(range(len(parts)), key=lambda i: _match_score(parts[i], terms, quantity))
-    if len(parts[best]) > budget:
-        return _window(parts[best], terms, budget)
-    lo = hi = best
-    size = len(parts[best])
-    # A heading starts another section: context before a match, never after it.
+    parts, top = best_piece(content, terms, quantity, best)
+    if len(parts[top]) > budget:
+        return _window(parts[top], terms, budget)
+    lo = hi = top
+    size = len(parts[top])
+    # A heading starts another section: context of the match's own section only (its
+    # heading before it, never the next one after it, nor the section before).
     while (
         hi + 1 < len(parts)
         and not parts[hi + 1].startswith(_HEADING)
@@ -210,7 +234,7 @@ def snippet(content: str, terms: frozenset[str], budget: int, quantity: bool = F
     ):
         hi += 1
         size += 1 + len(parts[hi])
-    while lo > 0 and size + 1 + len(parts[lo - 1]) <= budget:
+    while lo > 0 and not parts[lo].startswith(_HEADING) and size + 1 + len(parts[lo - 1]) <= budget:
         lo -= 1
         size += 1 + len(parts[lo])
     text = " ".join(parts[lo : hi + 1])
@@ -221,8 +245,48 @@ def snippet(content: str, terms: frozenset[str], budget: int, quantity: bool = F
     return text
 
 
+def best_piece(
+    content: str, terms: frozenset[str], quantity: bool, best: tuple[int, int]
+) -> tuple[list[str], int]:
+    """``content``'s pieces as shown, and the number of the one that matches best (on a
+    tie, one of the best chunk's, ``content[best[0]:best[1]]``)."""
+    parts = [_plain(p) for p in pieces(content)] or [" ".join(content.split())]
+    inside = _pieces_in(content, best)
+    top = max(
+        range(len(parts)),
+        key=lambda i: (*_match_score(parts[i], terms, quantity), parts[i] in inside),
+    )
+    return parts, top
+
+
+def _pieces_in(content: str, chars: tuple[int, int]) -> set[str]:
+    """The pieces, as shown, of ``content[start:end]`` (none for an unknown ``(0, 0)``)."""
+    start, end = chars
+    return {_plain(p) for p in pieces(content[start:end])} if end > start else set()
+
+
+def shown_place(result: SearchResult, terms: frozenset[str], quantity: bool) -> str:
+    """The location the lines shown come from, when a merged neighbour holds them rather
+    than the best chunk (whose location the result names); ``""`` otherwise."""
+    if len(result.places) < 2 or not result.location:
+        return ""
+    parts, top = best_piece(result.content, terms, quantity, result.best_chars)
+    piece = parts[top]
+    if piece in _pieces_in(result.content, result.best_chars):
+        return ""
+    for start, end, location in result.places:
+        if piece in _pieces_in(result.content, (start, end)):
+            return location if location != result.location else ""
+    return ""
+
+
 def snippet_lines(
-    content: str, terms: frozenset[str], width: int, max_lines: int, quantity: bool = False
+    content: str,
+    terms: frozenset[str],
+    width: int,
+    max_lines: int,
+    quantity: bool = False,
+    best: tuple[int, int] = (0, 0),
 ) -> list[str]:
     """``snippet`` wrapped to ``width`` columns, at most ``max_lines`` lines.
 
@@ -230,7 +294,7 @@ def snippet_lines(
     wrapping rarely has to cut.
     """
     budget = max(width * max(max_lines - 1, 1), 40)
-    text = snippet(content, terms, budget, quantity)
+    text = snippet(content, terms, budget, quantity, best)
     lines = textwrap.wrap(
         text, width=width, max_lines=max_lines, placeholder=f" {ELLIPSIS}", break_on_hyphens=False
     ) or [""]
@@ -344,15 +408,19 @@ def render(
     inner = (min(width, MAX_WIDTH) if terminal else MAX_WIDTH) - len(INDENT)
     for number, result in enumerate(results, start=first):
         out.add("\n" if number > first else "")
+        shown = "" if full else shown_place(result, terms, quantity)
         if terminal:
-            _terminal_header(out, number, result, width)
+            _terminal_header(out, number, result, width, shown)
         else:
-            out.add(result_line(number, result))
+            out.add(result_line(number, result, shown=shown))
         if full:
             out.add("\n")
             _body(out, result.content, terms, terminal)
             continue
-        for line in snippet_lines(result.content, terms, inner, SNIPPET_LINES, quantity):
+        lines = snippet_lines(
+            result.content, terms, inner, SNIPPET_LINES, quantity, result.best_chars
+        )
+        for line in lines:
             out.add("\n" + INDENT)
             _body(out, line, terms, terminal)
     return out
@@ -365,12 +433,20 @@ def _body(out: Rendered, text: str, terms: frozenset[str], terminal: bool) -> No
         out.add(text)
 
 
-def _terminal_header(out: Rendered, number: int, result: SearchResult, width: int) -> None:
-    """``[1] 0.71  path › section · location`` in ``width`` columns: the section shortened in
-    its middle (left out when too little of it would show), then the path keeping its end;
-    the location always whole."""
+def _terminal_header(
+    out: Rendered, number: int, result: SearchResult, width: int, shown: str = ""
+) -> None:
+    """``[1] 0.71  path › section · location`` in ``width`` columns (``shown``: where the
+    lines shown are, when a merged neighbour holds them: ``· page 3 (shown: page 2)``): the
+    location always whole, the path whole when it fits (it is what a reader copies), the
+    section shortened in its middle to the room left, or left out when too little of it
+    would show; on a very narrow terminal the path keeps its end (the file name)."""
     label, score = f"[{number}]", f" {result.score:.2f}  "
     location = f" · {result.location}" if result.location else ""
+    if location and shown:  # "lines 34-47 (shown: 7-32)": the unit said once
+        unit = result.location.split(" ", 1)[0]
+        same = unit.rstrip("s") == shown.split(" ", 1)[0].rstrip("s")
+        location += f" (shown: {shown.split(' ', 1)[1] if same and ' ' in shown else shown})"
     room = width - len(label) - len(score) - len(location)
     path, section = result.source_path, result.section
     if section and len(path) + len(_PATH_SEPARATOR) + len(section) > room:
@@ -402,7 +478,7 @@ def shorten_middle(section: str, width: int) -> str:
         if len(ends) <= width:
             return ends
     room = width - len(last) - len(_PATH_SEPARATOR) - len(ELLIPSIS)
-    if len(parts) > 1 and room >= 4:
+    if len(parts) > 1 and room >= 8:
         start = _PATH_SEPARATOR.join(parts[:-1])[:room].rstrip()
         return start + ELLIPSIS + _PATH_SEPARATOR + last
     dropped = ELLIPSIS + _PATH_SEPARATOR if len(parts) > 1 else ""
@@ -413,8 +489,13 @@ def shorten_middle(section: str, width: int) -> str:
 
 
 def keep_end(text: str, width: int) -> str:
-    """``text`` cut to ``width`` from the left: ``…/operations/upgrade-notes.txt``."""
-    return text if len(text) <= width else ELLIPSIS + text[len(text) - width + 1 :]
+    """``text`` cut to ``width`` from the left, at a ``/`` when one is near:
+    ``…/operations/upgrade-notes.txt``."""
+    if len(text) <= width:
+        return text
+    tail = text[len(text) - width + 1 :]
+    slash = tail.find("/")
+    return ELLIPSIS + (tail[slash:] if 0 <= slash < len(tail) // 2 else tail)
 
 
 def highlighted(text: str, terms: frozenset[str]) -> Text:

@@ -262,3 +262,35 @@ def test_the_views_of_one_result() -> None:
     assert terminal.plain.splitlines()[0] == "[1] 0.83  docs/x.md › A › B · page 3"
     marked = [terminal.plain[a:b] for a, b, style in terminal.styles if style == "bold red"]
     assert marked == ["pump", "primed"]
+
+
+def test_a_hit_no_word_explains_shows_its_best_chunk_not_a_neighbour() -> None:
+    """A passage merged from three chunks, found by meaning alone: the lines shown are the
+    best chunk's (the place its header names), not the first neighbour's."""
+    first = "# Ferry timetable\n\nThe ferry leaves the north pier at seven in the morning.\n\n"
+    best = "# Signal lamp\n\nThe lamp on the harbour tower turns every six hours.\n\n"
+    last = "# Greenhouse care\n\nThe beds are watered at dawn and at dusk.\n"
+    content = first + best + last
+    where = (len(first), len(first) + len(best))
+    places = [
+        (0, where[0], "lines 1-3"),
+        (*where, "lines 5-7"),
+        (where[1], len(content), "lines 9-11"),
+    ]
+    found = [
+        SearchResult(
+            1, 0.6, "docs/h.md", content, chunk_index=1, chunks=[0, 1, 2], places=places,
+            location="lines 5-7",
+        )
+    ]  # fmt: skip
+    header, shown = render(found, "compact", "beacon upkeep").plain.splitlines()[:2]
+    assert shown.startswith("    … § Signal lamp — The lamp on the harbour tower"), shown
+    assert header == "[1] Score: 0.60 | Source: docs/h.md | Location: lines 5-7"
+    # words of a neighbour's: its lines are shown, and the header says where they are
+    header, shown = render(found, "compact", "when are the beds watered?").plain.splitlines()[:2]
+    assert shown == "    … § Greenhouse care — The beds are watered at dawn and at dusk."
+    assert header.endswith("| Location: lines 5-7 | Shown: lines 9-11"), header
+    terminal = render(found, "terminal", "when are the beds watered?", 80).plain.splitlines()[0]
+    assert terminal == "[1] 0.60  docs/h.md · lines 5-7 (shown: 9-11)"
+    unknown = [SearchResult(1, 0.6, "docs/h.md", content)]  # no best chunk known: the start
+    assert "    § Ferry timetable — The ferry" in render(unknown, "compact", "beacon upkeep").plain

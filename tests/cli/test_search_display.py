@@ -143,14 +143,31 @@ def test_a_narrow_terminal_shows_each_location_and_the_sentence_that_answers(
     assert results[0]["source_path"] == "examples/docs/guides/retries.md"
     assert len(results[0]["section"]) > 40  # too long for the line beside path and location
 
+    # the answer's sentence: in the best chunk, or in a neighbour merged into it, which the
+    # header then names too
+    best = results[0]
+    (holder,) = [
+        loc for start, end, loc in best["places"] if "3 attempts" in best["content"][start:end]
+    ]
+    shown = f" (shown: {holder.split()[1]})" if holder != best["location"] else ""
+
     lines = on_terminal(example, query, columns=80)
     headers = [line for line in lines if re.match(r"\[\d+\] ", line)]
     assert len(headers) == len(results)  # one line each: nothing wrapped
+    assert headers[0].endswith(f" · {best['location']}{shown}"), headers[0]
     for header, result in zip(headers, results, strict=True):
-        assert len(header) <= 80 and header.endswith(f" · {result['location']}"), header
-    # the section gave way, its last heading kept
-    assert headers[0].startswith("[1] ") and "examples/docs/guides/retries.md › " in headers[0]
-    assert results[0]["section"] not in headers[0] and "› The retry policy · " in headers[0]
+        assert len(header) <= 80 and f" · {result['location']}" in header, header
+    # a long section gives way in its middle, the path and the location stay whole
+    shortened = [
+        (header, result)
+        for header, result in zip(headers, results, strict=True)
+        if result["section"] and result["section"] not in header
+    ]
+    assert shortened, headers
+    for header, result in shortened:
+        assert f"{result['source_path']} › " in header or f"{result['source_path']} · " in header
+        kept = header.split(f"{result['source_path']} › ", 1)[-1].rsplit(" · ", 1)[0]
+        assert "…" in kept or " › " not in header, header
 
     first = lines[lines.index(headers[0]) + 1 : lines.index(headers[1])]
     assert 1 <= len(first) <= 3
