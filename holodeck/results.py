@@ -20,8 +20,10 @@ result says the same facts the same way:
 The few lines worth reading are the piece of a passage (sentence, list item, table row)
 holding most of the query's words, compared by their Snowball stems so "retry" finds
 "retried"; common words do not count; a question asking for a quantity ("how many...",
-"how long...") prefers a piece that holds a number; a purely semantic hit shows the
-passage's beginning.
+"how long...") prefers a piece that holds a number; on a tie, and for a purely semantic
+hit, a piece of the best chunk wins. A result names where its best chunk is; when the lines
+shown are a merged neighbour's, the compact and terminal headers say where those are too
+(``| Shown: lines 7-32``, ``· lines 34-47 (shown: 7-32)``).
 
 It imports no LLM client and loads rich only when a terminal's view is made (``Rendered``
 holds its styles as data): a piped search stays quick.
@@ -358,6 +360,7 @@ class Rendered:
     styles: list[tuple[int, int, str]] = field(default_factory=list)
 
     def add(self, text: str, style: str = "") -> None:
+        """``text`` at the end, in ``style`` when one is given."""
         if style:
             self.styles.append((len(self.plain), len(self.plain) + len(text), style))
         self.plain += text
