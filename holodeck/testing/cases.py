@@ -26,7 +26,7 @@ from holodeck.config.loader import Project
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
-from holodeck.evaluations.evaluator import metric_problem
+from holodeck.evaluations.evaluator import case_metrics, metric_problem, reads_ground_truth
 
 log = logging.getLogger("holodeck.config")
 
@@ -115,7 +115,35 @@ def load_cases(project: Project) -> list[TestCase]:
         _check_metrics(evaluations.metrics, agent_origin, (), project)
     cases = [case for case, _ in found]
     unique_case_names(cases)  # derived names of the file's cases too
+    _warn_unread_ground_truths(cases, project, label)
     return cases
+
+
+def _warn_unread_ground_truths(cases: list[TestCase], project: Project, label: str) -> None:
+    """Say once which cases have a ground_truth nothing reads: no metric compares with it
+    and no ground_truth_threshold asks for the similarity check (issue 60: opt-in)."""
+    unread = [
+        case.name
+        for case in cases
+        if any(
+            step.ground_truth
+            and step.ground_truth_threshold is None
+            and project.agent.ground_truth_threshold is None
+            and not any(reads_ground_truth(m) for m in case_metrics(project, step))
+            for step in case.steps
+        )
+    ]
+    if unread:
+        shown = ", ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else "")
+        log.warning(
+            "%s: the ground_truth of %s (%s) is checked by nothing: no metric reads it and no "
+            "ground_truth_threshold asks for the similarity check; add ground_truth_threshold: "
+            "0.7 to %s (or to the case) to check it",
+            label,
+            "1 case" if len(unread) == 1 else f"{len(unread)} cases",
+            shown,
+            label,
+        )
 
 
 def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
