@@ -273,7 +273,7 @@ def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_L
     if suffix == ".md":
         text = clean_markdown(decode_text(data))
         return Converted(text, Anchors.lines(), tuple(markdown_headings(text)))
-    if suffix == ".txt":
+    if suffix in (".txt", ".adoc"):  # plain text, reStructuredText, AsciiDoc
         text = decode_text(data)
         return Converted(text, Anchors.lines(), tuple(text_headings(text)))
     if suffix == ".json":
