@@ -56,6 +56,7 @@ log = logging.getLogger("holodeck.ingest")
 
 REASON_UNDECODABLE = "undecodable text"
 REASON_NO_TEXT_LAYER = "conversion failed: no text layer (scanned PDF? no OCR)"
+REASON_NAVIGATION_ONLY = "no content besides the page's navigation, header and footer"
 
 # Control characters other than tab, newlines and form feed: text has almost none.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
@@ -329,6 +330,8 @@ def _html_text(html: str, suffix: str) -> Converted:
         whole = _markitdown_convert(page.html.encode("utf-8"), suffix, charset="utf-8")
         markdown = unescape_markdown(whole)  # identifiers whole here too (a\_tuple -> a_tuple)
     text = clean_markdown(markdown)
+    if not text.strip() and html.strip():
+        raise ConversionError(REASON_NAVIGATION_ONLY)
     headings = _with_anchors(markdown_headings(text), page.headings)
     return Converted(text, Anchors.paragraphs(text), headings)
 

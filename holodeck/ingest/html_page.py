@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import lxml.html
 from lxml import etree
 
-#: Elements that are never content.
-_NEVER = ("script", "style", "noscript", "template", "nav", "aside", "form", "button", "dialog")
+#: Elements that are never content (not ``<form>``: some sites wrap a whole page in one).
+_NEVER = ("script", "style", "noscript", "template", "nav", "aside", "button", "dialog")
 #: ARIA roles of a page's chrome.
 _CHROME_ROLES = {
     "navigation",
