@@ -314,6 +314,8 @@ def _html_text(html: str, suffix: str) -> Converted:
     goes through a fallback that joins the lines of a ``<pre>``).
     """
     page = page_content(html)
+    if not page.html:
+        raise ConversionError(REASON_EMPTY)
     try:
         markdown = html_main_text(page.html)
     except ImportError:

@@ -41,6 +41,8 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 #: A permalink's mark after a heading's text (Sphinx's ¶, Node's #).
 _MARKS = {"¶", "#", "§", "🔗", "link"}
 _NON_WORD = re.compile(r"\W+")
+# An XHTML page's first line: lxml refuses a declared encoding in text already decoded.
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,12 @@ def title_key(title: str) -> str:
 
 
 def page_content(html: str) -> Page:
-    """The page's main region, its chrome out (see the module's docstring)."""
-    root = lxml.html.document_fromstring(html)
+    """The page's main region, its chrome out (see the module's docstring); ``html`` is
+    ``""`` for a page without an element (blank, or only a comment)."""
+    try:
+        root = lxml.html.document_fromstring(_XML_DECLARATION.sub("", html, count=1))
+    except etree.ParserError:
+        return Page("", (), False)
     _drop_chrome(root)
     region = _main_region(root)
     headings = tuple(_heading(h) for h in region.iter(*_HEADINGS))
@@ -70,8 +76,9 @@ def page_content(html: str) -> Page:
     for link in list(region.iter("a")):
         link.drop_tag()  # its text stays
     has_code = next(region.iter("pre"), None) is not None
-    body = etree.tostring(region, encoding="unicode", method="html")
-    return Page(f"<html><body>{body}</body></html>", headings, has_code)
+    content = etree.tostring(region, encoding="unicode", method="html")
+    body = content if region.tag == "body" else f"<body>{content}</body>"
+    return Page(f"<html>{body}</html>", headings, has_code)
 
 
 def _drop_chrome(root: lxml.html.HtmlElement) -> None:
