@@ -40,6 +40,8 @@ _SECTIONING = {"article", "aside", "main", "nav", "section"}
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 #: A permalink's mark after a heading's text (Sphinx's ¶, Node's #).
 _MARKS = {"¶", "#", "§", "🔗", "link"}
+#: Classes highlighters give each line of a code block (Prism, Shiki, others).
+_LINE_CLASSES = {"line", "token-line", "code-line", "highlight-line"}
 _NON_WORD = re.compile(r"\W+")
 # An XHTML page's first line: lxml refuses a declared encoding in text already decoded.
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
@@ -75,6 +77,8 @@ def page_content(html: str) -> Page:
         image.drop_tree()
     for link in list(region.iter("a")):
         link.drop_tag()  # its text stays
+    for pre in region.iter("pre"):
+        _break_code_lines(pre)
     has_code = next(region.iter("pre"), None) is not None
     content = etree.tostring(region, encoding="unicode", method="html")
     body = content if region.tag == "body" else f"<body>{content}</body>"
@@ -113,6 +117,17 @@ def _main_region(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
             return found[0]
     body = root.find("body")
     return body if body is not None else root
+
+
+def _break_code_lines(pre: lxml.html.HtmlElement) -> None:
+    """A newline after each line element of a code block (``<span class="token-line">``):
+    highlighters that draw lines by style alone would have them read as one line."""
+    for element in pre.iter():
+        classes = (element.get("class") or "").split()
+        if not _LINE_CLASSES.intersection(classes) or element is pre:
+            continue
+        if not (element.tail or "").startswith("\n") and not element.text_content().endswith("\n"):
+            element.tail = "\n" + (element.tail or "")
 
 
 def _is_mark(link: lxml.html.HtmlElement) -> bool:

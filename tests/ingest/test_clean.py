@@ -185,3 +185,20 @@ def test_an_xhtml_page_with_its_xml_declaration_is_read_with_its_anchors(tmp_pat
 
     assert "never left halfway" in converted.text and "Boilers" not in converted.text
     assert [(h.title, h.anchor) for h in converted.headings] == [("Valves", "#valves")]
+
+
+def test_code_drawn_line_by_line_keeps_its_lines(tmp_path: Path) -> None:
+    prose = "<p>" + " ".join(["The keeper logs every rotation with the hour and weather."] * 5)
+    lines = "".join(
+        f'<span class="token-line"><span class="token plain">{line}</span></span>'
+        for line in ("&gt;&gt;&gt; lamp.rotate(90)", "&gt;&gt;&gt; lamp.heading", "'east'")
+    )
+    page = (
+        f'<html><body><main><h1 id="lamp">Lamp</h1>{prose}</p>'
+        f'<pre class="prism-code"><code>{lines}</code></pre>{prose}</p></main></body></html>'
+    )
+    (tmp_path / "lamp.html").write_text(page, encoding="utf-8")
+
+    text = _convert(tmp_path / "lamp.html").text
+
+    assert "```\n>>> lamp.rotate(90)\n>>> lamp.heading\n'east'\n```" in text
