@@ -56,6 +56,7 @@ log = logging.getLogger("holodeck.ingest")
 
 REASON_UNDECODABLE = "undecodable text"
 REASON_NO_TEXT_LAYER = "conversion failed: no text layer (scanned PDF? no OCR)"
+REASON_NAVIGATION_ONLY = "no content besides the page's navigation, header and footer"
 
 # Control characters other than tab, newlines and form feed: text has almost none.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
@@ -84,8 +85,11 @@ _SLIDE_MARK = re.compile(r"^<!-- Slide number: (\d+) -->[ \t]*\n?", re.MULTILINE
 # markitdown heads each sheet of a workbook with "## <sheet name>".
 _SHEET_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 
-#: Fewer words of main text than this: the page is converted whole instead.
+#: Fewer words of main text than this: the page's content is converted whole instead.
 _MIN_MAIN_WORDS = 50
+#: Headings of a page looked through for the one a converted heading is (the extractor may
+#: have left some out); a bound, so a page of many headings costs no quadratic search.
+_MATCH_AHEAD = 50
 
 #: The limits of a tool that sets none.
 DEFAULT_LIMITS = FileLimits()
@@ -282,7 +286,7 @@ def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_L
     if suffix == ".md":
         text = clean_markdown(decode_text(data))
         return Converted(text, Anchors.lines(), tuple(markdown_headings(text)))
-    if suffix == ".txt":
+    if suffix in (".txt", ".adoc"):  # plain text, reStructuredText, AsciiDoc
         text = decode_text(data)
         return Converted(text, Anchors.lines(), tuple(text_headings(text)))
     if suffix == ".json":
@@ -322,12 +326,14 @@ def _html_text(html: str, suffix: str) -> Converted:
     goes through a fallback that joins the lines of a ``<pre>``).
     """
     page = page_content(html)
+    if not page.html:
+        raise ConversionError(REASON_EMPTY)
     try:
         markdown = html_main_text(page.html)
     except ImportError:
         raise  # a broken install is a fault to show, never a reason to index the site's chrome
     except Exception as exc:  # a parser failing on one page: its whole text is still worth having
-        log.debug("main-text extraction failed (%s); converting the whole page", exc)
+        log.debug("main-text extraction failed (%s); converting the content whole", exc)
         markdown = None
     if (
         markdown is None
@@ -338,6 +344,8 @@ def _html_text(html: str, suffix: str) -> Converted:
         whole = _markitdown_convert(page.html.encode("utf-8"), suffix, charset="utf-8")
         markdown = unescape_markdown(whole)  # identifiers whole here too (a\_tuple -> a_tuple)
     text = clean_markdown(markdown)
+    if not text.strip():  # the page had elements, all of them chrome
+        raise ConversionError(REASON_NAVIGATION_ONLY)
     headings = _with_anchors(markdown_headings(text), page.headings)
     return Converted(text, Anchors.paragraphs(text), headings)
 
@@ -346,12 +354,13 @@ def _with_anchors(
     headings: list[Heading], page: tuple[tuple[str, str], ...]
 ) -> tuple[Heading, ...]:
     """Each converted heading with the anchor of the page's heading of the same title,
-    matched in page order (a heading the extractor left out is skipped over)."""
+    matched in page order (a few headings the extractor left out are skipped over)."""
     out = []
     at = 0
     for h in headings:
         key = title_key(h.title)
-        match = next((i for i in range(at, len(page)) if page[i][0] == key), None)
+        ahead = range(at, min(at + _MATCH_AHEAD, len(page)))
+        match = next((i for i in ahead if page[i][0] == key), None)
         if match is None:
             out.append(h)
             continue
