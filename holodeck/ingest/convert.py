@@ -17,7 +17,8 @@ A file past one of its tool's ``limits`` (``config.file_limits``) is refused wit
 ``OverLimit`` before the costly part: a text file by its size before it is read, an office
 file by its zip directory before anything is unzipped, a PDF by its page count before a page
 is read; and every file once its text passes ``max_text_chars`` (a PDF or CSV as soon as the
-text read so far does, the others when converted).
+text read so far does, a workbook at the row where its cells' text does, before markitdown
+converts it: ``sheet_limit``; the others when converted).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from holodeck.ingest.sections import (
     outline_headings,
     text_headings,
 )
+from holodeck.ingest.sheet_limit import sheet_row_past
 
 log = logging.getLogger("holodeck.ingest")
 
@@ -296,6 +298,13 @@ def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_L
     if suffix == ".pptx":
         return _with_headings(_slides(_markitdown_convert(data, suffix)))
     if suffix == ".xlsx":
+        past = sheet_row_past(data, limits.max_text_chars)  # before converting it whole
+        if past is not None:
+            raise OverLimit(
+                f"its text passes the limit of {limits.max_text_chars:,} characters at sheet "
+                f"{path_text(past[0])}, row {past[1]:,}",
+                "max_text_chars",
+            )
         markdown = _markitdown_convert(data, suffix)
         marks = ((m.start(), m.group(1).strip()) for m in _SHEET_HEADING.finditer(markdown))
         return _with_headings(Converted(markdown, Anchors.at("sheet", marks)))
