@@ -14,11 +14,12 @@ inside the source folder: a file swapped for a symlink to ``/etc/passwd`` betwee
 and reading is refused, never read.
 
 A file past one of its tool's ``limits`` (``config.file_limits``) is refused with
-``OverLimit`` before the costly part: a text file by its size before it is read, an office
-file by its zip directory before anything is unzipped, a PDF by its page count before a page
-is read; and every file once its text passes ``max_text_chars`` (a PDF or CSV as soon as the
-text read so far does, a workbook at the row where its cells' text does, before markitdown
-converts it: ``sheet_limit``; the others when converted).
+``OverLimit`` before the costly part: a text file by its size before it is read (a web
+page by a smaller size of its own), an office file by its zip directory before anything is
+unzipped, a PDF by its page count before a page is read; and every file once its text
+passes ``max_text_chars`` (a PDF or CSV as soon as the text read so far does, a workbook at
+the row where its cells' text does, before markitdown converts it: ``sheet_limit``; the
+others when converted).
 """
 
 from __future__ import annotations
@@ -40,7 +41,13 @@ from typing import IO, Any
 
 import chardet
 
-from holodeck.config.file_limits import MB, TEXT_FILE_TYPES, ZIP_FILE_TYPES, FileLimits
+from holodeck.config.file_limits import (
+    HTML_FILE_TYPES,
+    MB,
+    TEXT_FILE_TYPES,
+    ZIP_FILE_TYPES,
+    FileLimits,
+)
 from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages, unescape_markdown
 from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, path_text, within
 from holodeck.ingest.locations import Anchors
@@ -191,6 +198,10 @@ def _check_before_reading(stream: IO[bytes], suffix: str, limits: FileLimits) ->
             raise OverLimit(
                 f"the file is {_mb(size)} (limit {limits.max_text_file_mb:g} MB)",
                 "max_text_file_mb",
+            )
+        if suffix in HTML_FILE_TYPES and size > limits.max_html_mb * MB:
+            raise OverLimit(
+                f"the page is {_mb(size)} (limit {limits.max_html_mb:g} MB)", "max_html_mb"
             )
     elif suffix in ZIP_FILE_TYPES:
         _check_zip(stream, limits)
