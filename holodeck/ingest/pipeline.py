@@ -20,6 +20,7 @@ from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import setting_for
 from holodeck.envvars import LOCK_TIMEOUT
 from holodeck.errors import ConfigError, ValidationError
+from holodeck.extras import require_for_types
 from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ingest.embed_windows import WindowedIngest, _display_path
 from holodeck.ingest.library import LibraryTarget, unchanged
@@ -37,7 +38,7 @@ log = logging.getLogger("holodeck.ingest")
 #: is chunked again by the next ingest, even when its file did not change, and its chunks
 #: whose text is unchanged keep their vectors: an upgrade brings an index to the new rules
 #: without re-embedding what they left alone. Raise it whenever those rules change.
-CHUNKING_VERSION = 3
+CHUNKING_VERSION = 4
 _VERSION_TAG = f"+chunks{CHUNKING_VERSION}"
 
 
@@ -75,6 +76,10 @@ def ingest_library(
             f"{target.source}: no supported files to ingest "
             f"(file types of this tool: {' '.join(target.file_types)})"
         )
+    require_for_types(
+        {PurePosixPath(f.rel_path).suffix.lower() for f in found.files},
+        f"tool {target.library_id}",
+    )
     # Seconds to wait for another ingest of the library; readers do not wait (but a bad
     # HOLODECK_LOCK_TIMEOUT is said by every command that ingests, never ignored).
     timeout = LOCK_TIMEOUT.read()
