@@ -15,10 +15,12 @@ inside the source folder: a file swapped for a symlink to ``/etc/passwd`` betwee
 and reading is refused, never read.
 
 A file past one of its tool's ``limits`` (``config.file_limits``) is refused with
-``OverLimit`` before the costly part: a text file by its size before it is read, an office
-file by its zip directory before anything is unzipped, a PDF by its page count before a page
-is read; and every file once its text passes ``max_text_chars`` (a PDF or CSV as soon as the
-text read so far does, the others when converted).
+``OverLimit`` before the costly part: a text file by its size before it is read (a web
+page by a smaller size of its own), an office file by its zip directory before anything is
+unzipped, a PDF by its page count before a page is read; and every file once its text
+passes ``max_text_chars`` (a PDF or CSV as soon as the text read so far does, a workbook at
+the row where its cells' text does, before markitdown converts it: ``sheet_limit``; the
+others when converted).
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ from typing import IO, Any
 
 import chardet
 
-from holodeck.config.file_limits import MB, TEXT_FILE_TYPES, ZIP_FILE_TYPES, FileLimits
+from holodeck.config.file_limits import (
+    HTML_FILE_TYPES,
+    MB,
+    TEXT_FILE_TYPES,
+    ZIP_FILE_TYPES,
+    FileLimits,
+)
 from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages, unescape_markdown
 from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, path_text, within
 from holodeck.ingest.html_page import page_content, title_key
@@ -51,6 +59,7 @@ from holodeck.ingest.sections import (
     outline_headings,
     text_headings,
 )
+from holodeck.ingest.sheet_limit import sheet_row_past
 
 log = logging.getLogger("holodeck.ingest")
 
@@ -196,6 +205,10 @@ def _check_before_reading(stream: IO[bytes], suffix: str, limits: FileLimits) ->
                 f"the file is {_mb(size)} (limit {limits.max_text_file_mb:g} MB)",
                 "max_text_file_mb",
             )
+        if suffix in HTML_FILE_TYPES and size > limits.max_html_mb * MB:
+            raise OverLimit(
+                f"the page is {_mb(size)} (limit {limits.max_html_mb:g} MB)", "max_html_mb"
+            )
     elif suffix in ZIP_FILE_TYPES:
         _check_zip(stream, limits)
 
@@ -302,6 +315,13 @@ def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_L
     if suffix == ".pptx":
         return _with_headings(_slides(_markitdown_convert(data, suffix)))
     if suffix == ".xlsx":
+        past = sheet_row_past(data, limits.max_text_chars)  # before converting it whole
+        if past is not None:
+            raise OverLimit(
+                f"its text passes the limit of {limits.max_text_chars:,} characters at sheet "
+                f"{path_text(past[0])}, row {past[1]:,}",
+                "max_text_chars",
+            )
         markdown = _markitdown_convert(data, suffix)
         marks = ((m.start(), m.group(1).strip()) for m in _SHEET_HEADING.finditer(markdown))
         return _with_headings(Converted(markdown, Anchors.at("sheet", marks)))
