@@ -31,6 +31,7 @@ from holodeck.errors import ConfigError, IngestRunning
 from holodeck.evaluations import score_text
 from holodeck.testing.baseline import DEFAULT_MAX_DROP, BaselineCheck, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
+from holodeck.testing.history import RESULTS_DIR, record_run
 from holodeck.testing.outcomes import CaseResult, SuiteResult
 from holodeck.testing.report_markdown import baseline_line, judge_usage
 from holodeck.testing.reports import (
@@ -57,11 +58,18 @@ _REASON_CHARS = 100
 
 class _TestCommand(click.Command):
     """Also answers to ``holodeck test run [AGENT]``, as the original HoloDeck's CI scripts
-    call it (unless a file named ``run`` is the agent file meant)."""
+    call it (unless a file named ``run`` is the agent file meant), and says what to use for
+    the original's ``holodeck test view``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] == "run" and not Path("run").is_file():
             args = args[1:]
+        if args and args[0] == "view" and not Path("view").is_file():
+            raise ConfigError(
+                "holodeck test view (an HTML page of the run history) is not built yet; "
+                f"each run is kept in {RESULTS_DIR}/<agent>/<time>.json next to agent.yaml, "
+                "and holodeck test --report PATH.md (or .json) writes a run's report"
+            )
         return super().parse_args(ctx, args)
 
 
@@ -135,6 +143,11 @@ class _TestCommand(click.Command):
 @click.option(
     "--no-cache", is_flag=True, help="Ask the judge again instead of reusing cached replies."
 )
+@click.option(
+    "--no-history",
+    is_flag=True,
+    help="Do not keep this run in results/<agent>/<time>.json next to agent.yaml.",
+)
 @click.pass_context
 def test(
     ctx: click.Context,
@@ -151,6 +164,7 @@ def test(
     baseline_path: Path | None,
     max_drop: float,
     no_cache: bool,
+    no_history: bool,
 ) -> None:
     """Run the agent's test cases (ingesting whatever changed first).
 
@@ -213,6 +227,10 @@ def test(
     if junit_path is not None:
         write_junit(suite, junit_path)
         out.note(f"JUnit: {junit_path}")
+    if not no_history:
+        kept = record_run(project, suite)
+        if kept is not None:
+            out.note(f"History: {project.display(kept)}")
     ctx.exit(suite.exit_code)
 
 
