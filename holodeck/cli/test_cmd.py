@@ -31,7 +31,7 @@ from holodeck.errors import ConfigError, IngestRunning
 from holodeck.evaluations import score_text
 from holodeck.testing.baseline import DEFAULT_MAX_DROP, BaselineCheck, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
-from holodeck.testing.history import RESULTS_DIR, record_run
+from holodeck.testing.history import record_run
 from holodeck.testing.outcomes import CaseResult, SuiteResult
 from holodeck.testing.report_markdown import baseline_line, judge_usage
 from holodeck.testing.reports import (
@@ -58,18 +58,19 @@ _REASON_CHARS = 100
 
 class _TestCommand(click.Command):
     """Also answers to ``holodeck test run [AGENT]``, as the original HoloDeck's CI scripts
-    call it (unless a file named ``run`` is the agent file meant), and says what to use for
-    the original's ``holodeck test view``."""
+    call it (unless a file named ``run`` is the agent file meant), and to ``holodeck test
+    view`` (``holodeck.cli.test_view_cmd``), the original's page of the run history."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] == "run" and not Path("run").is_file():
             args = args[1:]
         if args and args[0] == "view" and not Path("view").is_file():
-            raise ConfigError(
-                "holodeck test view (an HTML page of the run history) is not built yet; "
-                f"each run is kept in {RESULTS_DIR}/<agent>/<time>.json next to agent.yaml, "
-                "and holodeck test --report PATH.md (or .json) writes a run's report"
+            from holodeck.cli.test_view_cmd import view
+
+            code = view.main(
+                args[1:], prog_name="holodeck test view", standalone_mode=False, obj=ctx.obj
             )
+            ctx.exit(code if isinstance(code, int) else 0)
         return super().parse_args(ctx, args)
 
 

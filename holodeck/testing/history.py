@@ -34,9 +34,14 @@ GIT_SECONDS = 10.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def history_folder(root: Path, agent_name: str) -> Path:
+    """``results/<agent>/`` next to agent.yaml (the name made safe as a folder name)."""
+    return root / RESULTS_DIR / (_UNSAFE.sub("_", agent_name) or "agent")
+
+
 def record_run(project: Project, suite: SuiteResult) -> Path | None:
     """Write the run's history file; its path, or None (with a warning) when it cannot be."""
-    folder = project.root / RESULTS_DIR / (_UNSAFE.sub("_", project.agent.name) or "agent")
+    folder = history_folder(project.root, project.agent.name)
     stamp = suite.started_at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     record = {
         "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -7,9 +7,12 @@ The real CLI in a real git repository, the fake server as the model.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from cli_helpers import run_holodeck, write
 from fake_openai import FakeOpenAI, text
 
@@ -94,11 +97,57 @@ def test_no_history_keeps_nothing_and_an_unwritable_history_only_warns(tmp_path:
     )
 
 
-def test_test_view_says_in_one_line_what_to_use_instead(tmp_path: Path) -> None:
+#: The browser the page is opened in (headless); the test is skipped where there is none.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium to open the page in")
+def test_view_draws_the_history_in_a_browser_from_one_file(tmp_path: Path) -> None:
+    with FakeOpenAI() as llm:
+        make_repo(tmp_path, llm.url)
+        llm.chat.push(text("At nine."), text("In town."))
+        assert run_holodeck("test", cwd=tmp_path).returncode == 1
+        llm.chat.push(text("At nine."), text("On the quay."))
+        assert run_holodeck("test", cwd=tmp_path).returncode == 0
+    done = run_holodeck("test", "view", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "results" / "desk_helper" / "history.html"
+    assert done.stdout == f"View: {page}\n"
+    source = page.read_text(encoding="utf-8")
+    assert not re.search(r"<(script|link)[^>]+(src|href)=", source)  # nothing fetched
+    assert "On the quay." in source  # the latest run's answers
+
+    assert CHROMIUM is not None
+    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    browser += ["--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(
+        [*browser, "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    ).stdout
+    # both charts drawn by plotly.js (its SVG in each chart's div), the comparison filled
+    for chart in ("pass-rate", "metric-scores"):
+        drawn = re.search(rf'<div id="{chart}"[^>]*class="[^"]*js-plotly-plot', dom)
+        assert drawn, f"chart {chart} not drawn"
+    assert dom.count('class="main-svg"') >= 4
+    assert '<tr class="changed"><td>place</td><td class="failed">failed</td>' in dom
+    shot = tmp_path / "history.png"  # the artefact: kept with the test's tmp_path
+    subprocess.run(
+        [*browser, "--virtual-time-budget=10000", "--window-size=1280,1800",
+         f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        timeout=180,
+    )  # fmt: skip
+    assert shot.stat().st_size > 20_000, "the screenshot is blank"
+    print(f"screenshot: {shot}")
+
+
+def test_view_without_a_history_says_to_run_the_tests_first(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", AGENT.format(url="http://127.0.0.1:9/v1"))
     done = run_holodeck("test", "view", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "Error: holodeck test view (an HTML page of the run history) is not built yet; each "
-        "run is kept in results/<agent>/<time>.json next to agent.yaml, and holodeck test "
-        "--report PATH.md (or .json) writes a run's report"
+        f"Error: {tmp_path / 'results' / 'desk_helper'}: no run history (holodeck test keeps "
+        "each run there); run holodeck test first"
     ]
