@@ -7,7 +7,7 @@ PIP    := $(BIN)/pip --disable-pip-version-check -q
 .PHONY: demo test lint docs docs-cli bench clean
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --upgrade-deps $(VENV)  # a current pip: 23.2 (Python 3.11's) warns on lxml's extra
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) install -e .
@@ -25,8 +25,10 @@ demo: $(VENV)/.installed
 		| $(BIN)/holodeck chat agent.yaml.example
 	$(BIN)/holodeck test agent.yaml.example
 
-## test: the whole test suite (starts its own Redis with the Query Engine)
+## test: the whole test suite (starts its own Redis with the Query Engine; installs
+## Debian's chromium when missing, for the chat page's browser test: CI runs as root)
 test: $(VENV)/.installed-test
+	command -v chromium || (apt-get update && apt-get install -y chromium)
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 ## lint: ruff, mypy and the import layers (pyproject's importlinter contracts)

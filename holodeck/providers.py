@@ -69,6 +69,8 @@ def connection_for(model: ModelConfig, env: Mapping[str, str]) -> Connection:
 
     ``env`` is the environment the config saw (``.env`` overlaid by the real environment).
     """
+    if model.unset_key_error is not None:  # the file names a variable that is not set
+        raise ConfigError(model.unset_key_error)
     provider = model.provider
     variable = KEY_VARIABLES.get(provider)
     key = model.api_key or (env.get(variable) if variable else None) or None

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from holodeck.errors import LLMError
+from holodeck.extras import require
 from holodeck.providers import (
     CHAT_RETRIES,
     DEFAULT_ANTHROPIC_ENDPOINT,
@@ -48,6 +49,7 @@ class AnthropicChat:
     """The chat client of provider anthropic, with the openai client's shape of a turn."""
 
     def __init__(self, conn: Connection, max_retries: int = CHAT_RETRIES) -> None:
+        require("anthropic", "anthropic", feature="provider anthropic")
         import anthropic  # seconds to import: only for agents that use it
 
         self.conn = conn

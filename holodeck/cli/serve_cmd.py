@@ -1,4 +1,6 @@
-"""``holodeck serve``: the knowledge bases as an MCP server (stdio, or ``--http``)."""
+"""``holodeck serve``: the knowledge bases as an MCP server (stdio, or ``--http``), or the
+agent itself over HTTP (``--protocol rest``: the original HoloDeck's REST API and a chat
+page)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,16 @@ import click
 from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import WatchReport
 from holodeck.config.loader import load_project
+from holodeck.errors import ConfigError
 from holodeck.tools.vectorstore_tool import build_tools
+
+#: The original HoloDeck's port for ``serve``.
+DEFAULT_PORT = 8000
+#: Same as holodeck.serve.limits.DEFAULT_RATE_PER_MINUTE (not imported: the MCP path
+#: should not load the REST server's modules).
+DEFAULT_RATE_PER_MINUTE = 60
+#: Same as holodeck.agent.loop.DEFAULT_MAX_TOOL_ROUNDS (not imported: openai loads slowly).
+DEFAULT_MAX_TOOL_ROUNDS = 5
 
 
 def parse_endpoint(value: str) -> tuple[str, int]:
@@ -40,7 +51,48 @@ def parse_endpoint(value: str) -> tuple[str, int]:
     help="Serve --http on an address other machines can reach without HOLODECK_SERVE_TOKEN "
     "(a proxy or firewall in front guards it); refused otherwise.",
 )
-@click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable).")
+@click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable; MCP).")
+@click.option(
+    "--protocol",
+    type=click.Choice(["mcp", "rest", "ag-ui"]),
+    default="mcp",
+    show_default=True,
+    help="mcp: the knowledge bases as MCP tools (stdio, or --http). rest: the agent itself "
+    "over HTTP (the original HoloDeck's REST API, SSE streaming, a chat page at /).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port of --protocol rest (0 picks a free one).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address --protocol rest binds (0.0.0.0: every interface; needs the token).",
+)
+@click.option(
+    "--cors-origins",
+    default="",
+    metavar="ORIGINS",
+    help="Comma-separated origins whose pages may call --protocol rest (none by default).",
+)
+@click.option(
+    "--rate-limit",
+    type=click.IntRange(1, 100_000),
+    default=DEFAULT_RATE_PER_MINUTE,
+    show_default=True,
+    help="Chat requests per minute per client address (--protocol rest; 429 beyond it).",
+)
+@click.option(
+    "--max-tool-rounds",
+    type=click.IntRange(1, 50),
+    default=DEFAULT_MAX_TOOL_ROUNDS,
+    show_default=True,
+    help="Rounds of tool calls the LLM may make per message (--protocol rest).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -49,23 +101,64 @@ def serve(
     http: str | None,
     no_auth: bool,
     tool_names: tuple[str, ...],
+    protocol: str,
+    port: int,
+    host: str,
+    cors_origins: str,
+    rate_limit: int,
+    max_tool_rounds: int,
 ) -> None:
-    """Serve the knowledge bases over MCP, keeping them in step with their files.
+    """Serve the knowledge bases over MCP, or the agent over HTTP; keep them in step with
+    their files.
 
-    One MCP tool per vectorstore tool. stdio by default (stdout is the protocol's; progress
-    and logs go to stderr). Ctrl-C or SIGTERM stops it.
+    MCP (the default): one MCP tool per vectorstore tool. stdio by default (stdout is the
+    protocol's; progress and logs go to stderr), streamable HTTP with --http.
 
-    Over HTTP, with HOLODECK_SERVE_TOKEN set in the environment, every request must carry
-    'Authorization: Bearer <token>' (401 otherwise). An address other machines can reach
-    (0.0.0.0, a LAN address) is served with a warning, and refused without the token
-    unless --no-auth is given.
+    --protocol rest: the agent holodeck chat runs (its model, instructions and tools;
+    retrieval-only without model:) at http://HOST:PORT: POST /agent/NAME/chat (JSON) and
+    /agent/NAME/chat/stream (server-sent events), sessions, /health, /ready, and a chat
+    page at /. Ctrl-C or SIGTERM stops it.
+
+    Over HTTP (either protocol), with HOLODECK_SERVE_TOKEN set in the environment, every
+    request must carry 'Authorization: Bearer <token>' (401 otherwise; the chat page asks
+    for it). An address other machines can reach (0.0.0.0, a LAN address) is served with a
+    warning, and refused without the token unless --no-auth is given.
     """
+    if protocol == "ag-ui":
+        raise ConfigError(
+            "--protocol ag-ui is not built yet (no AG-UI server here); use --protocol rest, "
+            "the original HoloDeck's REST API"
+        )
+    if protocol == "rest":
+        if http is not None or tool_names:
+            raise click.UsageError(
+                "--http and --tool are for MCP; --protocol rest takes --host and --port"
+            )
+        _serve_rest(
+            ctx,
+            agent_path(agent_opt, agent_arg),
+            host,
+            port,
+            no_auth,
+            cors_origins,
+            rate_limit,
+            max_tool_rounds,
+        )
+        return
+    source = ctx.get_parameter_source
+    rest_only = ("port", "host", "cors_origins", "rate_limit", "max_tool_rounds")
+    given = [n for n in rest_only if source(n) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise click.UsageError(
+            f"{flag} is for --protocol rest (MCP over HTTP takes --http [HOST:]PORT)"
+        )
     from holodeck.serve.run import HttpEndpoint, WatchHooks
     from holodeck.serve.run import serve as run_server
     from holodeck.serve.tools import build_server
 
     if no_auth and http is None:
-        raise click.UsageError("--no-auth is for --http")
+        raise click.UsageError("--no-auth is for --http or --protocol rest")
     endpoint = HttpEndpoint(*parse_endpoint(http), no_auth=no_auth) if http is not None else None
     project = load_project(agent_path(agent_opt, agent_arg))
     tools = build_tools(project, list(tool_names) or None)
@@ -84,6 +177,45 @@ def serve(
         server,
         tools,
         http=endpoint,
+        hooks=hooks,
+        announce=lambda line: None if quiet else click.echo(line, err=True),
+        warn=lambda line: click.echo(f"Warning: {line}", err=True),
+    )
+
+
+def _serve_rest(
+    ctx: click.Context,
+    path: str,
+    host: str,
+    port: int,
+    no_auth: bool,
+    cors_origins: str,
+    rate_limit: int,
+    max_tool_rounds: int,
+) -> None:
+    """``--protocol rest``: the agent chat runs, its knowledge bases watched."""
+    from holodeck.agent.loop import Agent
+    from holodeck.serve.rest_run import RestOptions, serve_rest
+    from holodeck.serve.run import HttpEndpoint, WatchHooks
+    from holodeck.tools.function_tool import load_function_tools
+
+    origins = tuple(o.strip() for o in cors_origins.split(",") if o.strip())
+    project = load_project(path)
+    tools = build_tools(project)
+    if not tools and project.agent.model is None:
+        raise click.UsageError(
+            f"{project.agent_path.name} has neither a model: nor vectorstore tools: "
+            "there is nothing to serve"
+        )
+    template = Agent.from_project(project, tools, max_tool_rounds)  # a missing key fails here
+    functions = load_function_tools(project) if not template.retrieval_only else []
+    quiet = bool(ctx.obj.get("quiet"))
+    report = WatchReport(tools, quiet, first_pass_fails=False, stdout=False)
+    hooks = WatchHooks(report.progress, report.done, report.failed, report.ready, report.settings)
+    serve_rest(
+        template,
+        functions,
+        RestOptions(HttpEndpoint(host, port, no_auth), origins, rate_limit),
         hooks=hooks,
         announce=lambda line: None if quiet else click.echo(line, err=True),
         warn=lambda line: click.echo(f"Warning: {line}", err=True),

@@ -14,12 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from holodeck.config.base import ShortForm, StrictModel, require_unique_names
+from holodeck.config.base import Int, MaybeFloat, ShortForm, StrictModel, require_unique_names
 from holodeck.config.evaluations import Metric, unique_metrics
-
-#: Similarity a ground_truth needs when neither the case nor agent.yaml sets a threshold.
-DEFAULT_GROUND_TRUTH_THRESHOLD = 0.7
-
 
 #: Seconds one ``regex`` check may run: a pattern that backtracks catastrophically
 #: (``(a|aa)+$``) is stopped instead of hanging a CI job.
@@ -154,7 +150,7 @@ class ExpectedTool(ShortForm):
     _short_key = "name"
     name: str = Field(min_length=1)
     args: dict[str, ArgMatch] | None = None
-    count: int = Field(default=1, ge=1, description="Calls that must match (at least).")
+    count: Int = Field(default=1, ge=1, description="Calls that must match (at least).")
 
 
 #: The original HoloDeck's file ``type``s, and the extensions each is read from.
@@ -220,10 +216,17 @@ class Checks(StrictModel):
     """What one message of a test case must produce (a case's, or one turn's)."""
 
     ground_truth: str | None = Field(
-        default=None, min_length=1, description="The expected answer, compared by similarity."
+        default=None,
+        min_length=1,
+        description="The expected answer: the reference the metrics read; compared by "
+        "similarity too when a ground_truth_threshold is set (here or in agent.yaml).",
     )
-    ground_truth_threshold: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="Overrides the agent's ground_truth_threshold."
+    ground_truth_threshold: MaybeFloat = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Check the ground_truth by similarity, at least this (overrides "
+        "agent.yaml's ground_truth_threshold).",
     )
     expected_tools: list[ExpectedTool] | None = None
     expected_sources: list[str] | None = Field(
@@ -251,9 +254,12 @@ class Checks(StrictModel):
     def has_checks(self) -> bool:
         """Whether anything is checked (without, an LLM turn passes when the agent answers).
 
-        ``evaluations`` count; the agent-level ``evaluations:`` are the caller's to add.
+        ``evaluations`` count; the agent-level ``evaluations:`` and ``ground_truth_threshold``
+        are the caller's to add. A ``ground_truth`` is a check only with a threshold: without
+        one it is the reference metrics read (as in the original HoloDeck).
         """
-        checks = (self.ground_truth, self.expected_tools, self.expected_sources)
+        gauged = self.ground_truth and self.ground_truth_threshold is not None
+        checks = (gauged, self.expected_tools, self.expected_sources)
         return any(checks) or bool(self.expected_content or self.evaluations)
 
     @field_validator("evaluations")

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from holodeck.config.vectorstore_tool import literal_password
 from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
 
@@ -70,7 +71,6 @@ IGNORED_VECTORSTORE_KEYS = {
 REDIS_PROVIDERS = ("redis", "redis-hashset", "redis-json")
 #: The original's other database providers: ignored (a provider neither knows is refused).
 OTHER_PROVIDERS = (
-    "postgres",
     "azure-ai-search",
     "qdrant",
     "weaviate",
@@ -83,6 +83,19 @@ OTHER_PROVIDERS = (
     "in-memory",
 )
 _OUR_DATABASE_KEYS = ("connection_string", "index_name", "vector_algorithm", "distance_metric")
+_IN_THE_URL = "holodeck's PostgreSQL store reads it from connection_string"
+#: Keys the original's postgres provider takes beside connection_string, and why they are
+#: ignored (libpq reads all of them from the URL).
+IGNORED_POSTGRES_KEYS = {
+    "host": _IN_THE_URL,
+    "port": _IN_THE_URL,
+    "dbname": _IN_THE_URL,
+    "user": _IN_THE_URL,
+    "password": f"{_IN_THE_URL}, as ${{VAR}} (or libpq's PGPASSWORD)",
+    "sslmode": f"{_IN_THE_URL} (?sslmode=require)",
+    "db_schema": "holodeck's tables live in the connection's search_path: add "
+    "?options=-csearch_path%3DSCHEMA to connection_string",
+}
 
 
 def original_keys(loc: Loc) -> list[str]:
@@ -168,6 +181,9 @@ def adapt_global(data: dict[str, Any], node: yaml.Node | None, label: str) -> Ad
             "list each under tools: of the agent.yaml that uses it (type: mcp, same keys)",
         )
     data.pop("mcp_servers", None)
+    vectorstore = data.get("vectorstore")
+    if isinstance(vectorstore, dict) and vectorstore.get("provider") == "postgres":
+        postgres_section(vectorstore, ("vectorstore",), run)
     return Adapted(data, run.warnings)
 
 
@@ -299,6 +315,9 @@ def _database(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
         if provider in OTHER_PROVIDERS:
             run.ignore(tool, "database", loc, f"provider {provider} is not supported; {inherited}")
             return
+        if provider == "postgres":
+            postgres_section(database, (*loc, "database"), run)
+            return
         if provider not in REDIS_PROVIDERS:
             return  # validation names the providers holodeck knows
         dloc = (*loc, "database")
@@ -311,6 +330,23 @@ def _database(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
                 "holodeck's Redis store takes connection_string, "
                 "index_name, vector_algorithm and distance_metric",
             )
+
+
+def postgres_section(database: dict[str, Any], loc: Loc, run: _Pass) -> None:
+    """A ``provider: postgres`` section: the original's keys that libpq reads from the URL
+    warned and dropped, and a password written into the file refused (it must come from
+    the environment)."""
+    for key, why in IGNORED_POSTGRES_KEYS.items():
+        if key in database:
+            run.ignore(database, key, loc, why)
+    url = database.get("connection_string")
+    if isinstance(url, str) and literal_password(url):
+        raise run.refuse(
+            (*loc, "connection_string"),
+            "a password written into the file",
+            "take it from the environment: postgresql://USER:${PGPASSWORD}@HOST:5432/DB (or "
+            "leave it out of the URL and set PGPASSWORD)",
+        )
 
 
 def _mcp(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
-from holodeck.config.base import StrictModel
+from holodeck.config.base import Float, MaybeFloat, StrictModel
 from holodeck.config.llm import ModelConfig
 
 #: Standard metrics holodeck computes, in the order the README lists them.
@@ -59,7 +59,7 @@ RESPONSE_PATH = re.compile(rf"^{_PATH_SEGMENT}(?:\.{_PATH_SEGMENT})*$")
 class _Metric(StrictModel):
     """What every metric has: a threshold, an on/off switch, error handling, a judge."""
 
-    threshold: float | None = Field(
+    threshold: MaybeFloat = Field(
         default=None, ge=0.0, le=1.0, description="Minimum passing score (0.0-1.0)."
     )
     enabled: bool = Field(default=True, description="false: the metric is not run.")
@@ -108,10 +108,10 @@ class StandardMetric(_Metric):
         default=False, description="[equality] Collapse runs of whitespace and trim."
     )
     strip_punctuation: bool = Field(default=False, description="[equality] Drop punctuation.")
-    absolute_tolerance: float = Field(
+    absolute_tolerance: Float = Field(
         default=1e-6, ge=0.0, description="[numeric] Pass when |answer - expected| <= this."
     )
-    relative_tolerance: float = Field(
+    relative_tolerance: Float = Field(
         default=0.0,
         ge=0.0,
         description="[numeric] Or when |answer - expected| <= this x |expected|.",
@@ -225,7 +225,7 @@ class RagMetric(_Metric):
 
     type: Literal["rag"] = "rag"
     metric_type: str = Field(description=f"One of: {', '.join(RAG_METRICS)}.")
-    threshold: float | None = Field(
+    threshold: MaybeFloat = Field(
         default=0.5, ge=0.0, le=1.0, description="Minimum passing score (default 0.5)."
     )
     include_reason: bool = Field(

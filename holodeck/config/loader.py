@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from holodeck.config.api_keys import refuse_literal_api_key
 from holodeck.config.compat import adapt_agent, adapt_global
-from holodeck.config.config_file import _read_yaml, _substitute, _validate
+from holodeck.config.config_file import _read_yaml, _substitute_and_validate
 from holodeck.config.envsubst import environment_for
 from holodeck.config.files import file_label, home_dir
 from holodeck.config.models import AgentConfig, GlobalConfig
@@ -42,8 +42,6 @@ LOCAL_MODEL_NAMES = (
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 PROJECT_CONFIG = Path(".holodeck") / "config.yaml"
-#: The only forms ``model.api_key`` may take: ``${VAR}``, or ``${VAR:?message}`` (no default).
-_ONE_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::\?[^}$]*)?\}")
 log = logging.getLogger("holodeck.config")
 
 
@@ -108,8 +106,12 @@ class Project:
         )
 
 
-def load_project(agent_path: str | Path) -> Project:
-    """Read, substitute, validate and resolve an agent file and the global configs."""
+def load_project(agent_path: str | Path, calls_model: bool = False) -> Project:
+    """Read, substitute, validate and resolve an agent file and the global configs.
+
+    An ``api_key`` whose variable is unset is raised by its model when called; a command
+    that never calls it (``calls_model`` False) warns once that others will need it.
+    """
     path = Path(agent_path).expanduser()
     if not path.is_file():
         hint = " (check the path, or create one with `holodeck init`)"
@@ -133,12 +135,14 @@ def load_project(agent_path: str | Path) -> Project:
     adapted = adapt_agent(data, node, label)
     _warn(adapted.warnings)
     data = adapted.data
-    _refuse_literal_api_key(data, node, label)
-    data = _substitute(data, env, node, label)
-    agent = _validate(AgentConfig, data, node, label)
+    refuse_literal_api_key(data, node, label)
+    agent, unset_keys = _substitute_and_validate(AgentConfig, data, env, node, label)
     warnings = list(adapted.warnings)
     _check_embedding_models(agent, node, label, warnings)
     _check_files(agent, root, node, label)
+    if not calls_model:
+        warnings += [key.warning for key in unset_keys]
+        _warn([key.warning for key in unset_keys])
     response_schema = load_response_schema(agent.response_format, root, node, label)
     project_db = _global_db(
         root / PROJECT_CONFIG, env, f"project: {PROJECT_CONFIG.as_posix()}", warnings
@@ -284,43 +288,5 @@ def _global_db(
     adapted = adapt_global(data, node, label)
     _warn(adapted.warnings)
     warnings += adapted.warnings
-    data = _substitute(adapted.data, env, node, label)
-    config = _validate(GlobalConfig, data, node, label)
+    config, _ = _substitute_and_validate(GlobalConfig, adapted.data, env, node, label)
     return (config.vectorstore, origin) if config.vectorstore else None
-
-
-def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label: str) -> None:
-    """API keys come from the environment, never from config files (docs/contract.md).
-
-    So the value must be exactly one ``${VAR}`` (or ``${VAR:?message}``, which only requires
-    it set): a literal, a literal around a variable (``sk-...${NOPE:-}``) or a default
-    (``${KEY:-sk-...}``) would all keep a key in the file.
-    The value is never echoed: it may be the key.
-    """
-    for loc, model in _model_sections(data):
-        key = model.get("api_key")
-        if key is None or (isinstance(key, str) and _ONE_VARIABLE.fullmatch(key)):
-            continue
-        line = line_of(node, (*loc, "api_key"))
-        raise ConfigError(
-            f"{label}:{line}: {dotted((*loc, 'api_key'))}: must be exactly one ${{VAR}} "
-            "reference without a default (a literal key or a default would keep the key in "
-            "the file); write api_key: ${OPENAI_API_KEY} (or another variable) and set it in "
-            "the environment or .env"
-        )
-
-
-def _model_sections(data: Any, loc: Loc = ()) -> list[tuple[Loc, dict[str, Any]]]:
-    """Every ``model:`` mapping of agent.yaml (the agent's, the evaluation judges'), and
-    ``embedding_provider:``."""
-    found: list[tuple[Loc, dict[str, Any]]] = []
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key in ("model", "embedding_provider") and isinstance(value, dict):
-                found.append(((*loc, key), value))
-            elif isinstance(value, dict | list):
-                found += _model_sections(value, (*loc, key))
-    elif isinstance(data, list):
-        for i, item in enumerate(data):
-            found += _model_sections(item, (*loc, i))
-    return found

@@ -33,7 +33,8 @@ from holodeck.evaluations.cache import JudgeCache
 from holodeck.evaluations.geval import StepsStore, score_geval
 from holodeck.evaluations.judge import Judge, JudgeError, Usage
 from holodeck.evaluations.rag import JudgedScore, RagInputs, score_rag
-from holodeck.evaluations.standard import MetricError, score_standard
+from holodeck.evaluations.standard import METRIC_MODULES, MetricError, score_standard
+from holodeck.extras import require
 from holodeck.redact import redact
 
 log = logging.getLogger("holodeck.evaluations")
@@ -168,6 +169,9 @@ class Evaluator:
                 for metric in case_metrics(self.project, step):
                     if metric.uses_judge:
                         self.judge_for(metric)
+                    if isinstance(metric, StandardMetric) and metric.metric in METRIC_MODULES:
+                        module = METRIC_MODULES[metric.metric]
+                        require("metrics", module, feature=f"metric {metric.metric}")
 
     @property
     def judges(self) -> list[str]:

@@ -124,6 +124,10 @@ def f1_score(answer: str, expected: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+#: The standard metrics computed by an optional package (the extra holodeck[metrics]).
+METRIC_MODULES = {"rouge": "rouge_score", "bleu": "sacrebleu"}
+
+
 def rouge_l(answer: str, expected: str) -> float:
     """ROUGE-L F-measure, with rouge-score's own tokenizer (lower case, words and digits)."""
     from rouge_score import rouge_scorer  # imported when used: it loads NLTK's stemmer

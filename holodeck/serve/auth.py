@@ -35,7 +35,14 @@ def is_loopback(address: str) -> bool:
 
 
 def exposure(
-    url: str, where: str, *, loopback: bool, token: str | None, no_auth: bool, names: str
+    url: str,
+    where: str,
+    *,
+    loopback: bool,
+    token: str | None,
+    no_auth: bool,
+    names: str,
+    flag: str = "--http",
 ) -> str | None:
     """The warning for a server other machines can reach (``None`` on loopback).
 
@@ -58,7 +65,7 @@ def exposure(
             f"firewall that guards it, or set {SERVE_TOKEN.name}"
         )
     raise ConfigError(
-        f"--http {where} can be reached from other machines and has no authentication: set "
+        f"{flag} {where} can be reached from other machines and has no authentication: set "
         f"{SERVE_TOKEN.name} to a secret token (clients then send 'Authorization: Bearer "
         "<token>'), or pass --no-auth if a proxy or firewall in front guards the port"
     )

@@ -117,7 +117,7 @@ def serve(
     watcher.start()
     try:
         if sock is not None:
-            announce(f"Serving {names} over MCP at {url}")
+            announce(f"Serving {names} over MCP at {url} (Ctrl-C stops)")
             if warning:
                 warn(warning)
             anyio.run(_serve_http, server, sock, token)
@@ -171,8 +171,9 @@ def _where(
     return url, warning
 
 
-def _listen(http: HttpEndpoint) -> socket.socket:
-    """Bind the HTTP port now, so a port in use is an error before any work is done."""
+def _listen(http: HttpEndpoint, flag: str = "--http") -> socket.socket:
+    """Bind the HTTP port now, so a port in use is an error before any work is done;
+    ``flag`` names the option the error line points at."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             http.host, http.port, type=socket.SOCK_STREAM
@@ -183,7 +184,7 @@ def _listen(http: HttpEndpoint) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         raise ConfigError(
-            f"--http {http.host}:{http.port}: cannot listen there ({exc.strerror or exc}); "
+            f"{flag} {http.host}:{http.port}: cannot listen there ({exc.strerror or exc}); "
             "choose another port, or 0 for any free one"
         ) from None
     return sock

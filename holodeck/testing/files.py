@@ -14,6 +14,7 @@ from pathlib import Path
 
 from holodeck.config.cases import FILE_TYPES, FileInput, Turn
 from holodeck.errors import ConfigError
+from holodeck.extras import require_for_types
 from holodeck.ingest.convert import ConversionError, Converted, convert_bytes
 
 
@@ -48,6 +49,7 @@ def file_text(spec: FileInput, root: Path) -> str:
             f"files: {spec.path}: type {spec.type} reads {', '.join(FILE_TYPES[spec.type])} "
             "files; give the type of this file"
         )
+    require_for_types({suffix}, f"files: {spec.path}")
     try:
         data = path.read_bytes()
     except OSError as exc:

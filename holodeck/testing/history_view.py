@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from holodeck.errors import ConfigError
+from holodeck.extras import require
 
 
 def load_runs(folder: Path) -> list[dict[str, Any]]:
@@ -197,7 +198,9 @@ def render(agent: str, runs: list[dict[str, Any]]) -> str:
 
 def write_view(folder: Path, agent: str, output: Path) -> Path:
     """Write the page of the history in ``folder`` to ``output``."""
-    page = render(agent, load_runs(folder))
+    runs = load_runs(folder)
+    require("view", "plotly", feature="holodeck test view (its charts)")
+    page = render(agent, runs)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(page, encoding="utf-8")

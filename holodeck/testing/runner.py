@@ -337,10 +337,10 @@ class TestRunner:
             problem = violation(turn.answer or "", schema)
             detail = f"the answer does not fit the schema: {problem}" if problem else "fits"
             checks.append(Check("response_format", problem is None, detail))
-        if step.ground_truth:
-            threshold = step.ground_truth_threshold
-            if threshold is None:
-                threshold = self.project.agent.ground_truth_threshold
+        threshold = step.ground_truth_threshold
+        if threshold is None:
+            threshold = self.project.agent.ground_truth_threshold
+        if step.ground_truth and threshold is not None:  # else: only the metrics' reference
             embedder = self._ground_truth_embedder(step, calls)
             if llm:
                 answer = (turn.answer or "").strip()

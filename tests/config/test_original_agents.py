@@ -346,7 +346,6 @@ WARNED = {
         "tools[0].record_prefix",
         "tools[0].meta_prefix",
         "tools[0].meta_fields",
-        "tools[0].database",
         "execution",
         "observability",
     },

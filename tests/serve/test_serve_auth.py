@@ -219,7 +219,7 @@ def test_no_auth_is_for_http_without_a_token(project: Path) -> None:
         f"Error: --no-auth and {TOKEN_VAR} contradict each other: unset {TOKEN_VAR} to "
         "serve without authentication, or drop --no-auth"
     )
-    assert refused(project, "--no-auth").endswith("--no-auth is for --http")
+    assert refused(project, "--no-auth").endswith("--no-auth is for --http or --protocol rest")
 
 
 def test_the_token_is_redacted_once_read(monkeypatch: pytest.MonkeyPatch) -> None:
