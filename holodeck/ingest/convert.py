@@ -175,6 +175,15 @@ def convert(file: SourceFile, limits: FileLimits | None = None) -> Converted:
     return converted
 
 
+def convert_bytes(data: bytes, suffix: str, name: str) -> Converted:
+    """A file's bytes converted as ingestion converts a file of that extension (a test
+    case's ``files:``); ConversionError when it cannot be, or holds no text."""
+    converted = _convert(data, suffix.lower(), name)
+    if not converted.text.strip():
+        raise ConversionError(REASON_EMPTY)
+    return converted
+
+
 def read_checked(file: SourceFile, check: Callable[[IO[bytes]], None] | None = None) -> bytes:
     """The file's bytes, read from a descriptor whose real path lies inside ``file.root``.
 
