@@ -4,6 +4,8 @@ page)."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import click
 
 from holodeck.cli.options import agent_argument, agent_option, agent_path
@@ -58,7 +60,8 @@ def parse_endpoint(value: str) -> tuple[str, int]:
     default="mcp",
     show_default=True,
     help="mcp: the knowledge bases as MCP tools (stdio, or --http). rest: the agent itself "
-    "over HTTP (the original HoloDeck's REST API, SSE streaming, a chat page at /).",
+    "over HTTP (the original HoloDeck's REST API, SSE streaming, a chat page at /). ag-ui: "
+    "rest plus the AG-UI protocol at POST /awp.",
 )
 @click.option(
     "--port",
@@ -124,15 +127,15 @@ def serve(
     for it). An address other machines can reach (0.0.0.0, a LAN address) is served with a
     warning, and refused without the token unless --no-auth is given.
     """
-    if protocol == "ag-ui":
-        raise ConfigError(
-            "--protocol ag-ui is not built yet (no AG-UI server here); use --protocol rest, "
-            "the original HoloDeck's REST API"
-        )
-    if protocol == "rest":
+    if protocol in ("rest", "ag-ui"):
         if http is not None or tool_names:
             raise click.UsageError(
-                "--http and --tool are for MCP; --protocol rest takes --host and --port"
+                f"--http and --tool are for MCP; --protocol {protocol} takes --host and --port"
+            )
+        if protocol == "ag-ui" and importlib.util.find_spec("ag_ui") is None:
+            raise ConfigError(
+                "--protocol ag-ui needs the AG-UI protocol package: pip install "
+                "'holodeck[ag-ui]' (or ag-ui-protocol), or use --protocol rest"
             )
         _serve_rest(
             ctx,
@@ -143,6 +146,7 @@ def serve(
             cors_origins,
             rate_limit,
             max_tool_rounds,
+            agui=protocol == "ag-ui",
         )
         return
     source = ctx.get_parameter_source
@@ -192,8 +196,9 @@ def _serve_rest(
     cors_origins: str,
     rate_limit: int,
     max_tool_rounds: int,
+    agui: bool,
 ) -> None:
-    """``--protocol rest``: the agent chat runs, its knowledge bases watched."""
+    """``--protocol rest`` or ``ag-ui``: the agent chat runs, its knowledge bases watched."""
     from holodeck.agent.loop import Agent
     from holodeck.serve.rest_run import RestOptions, serve_rest
     from holodeck.serve.run import HttpEndpoint, WatchHooks
@@ -215,7 +220,7 @@ def _serve_rest(
     serve_rest(
         template,
         functions,
-        RestOptions(HttpEndpoint(host, port, no_auth), origins, rate_limit),
+        RestOptions(HttpEndpoint(host, port, no_auth), origins, rate_limit, agui),
         hooks=hooks,
         announce=lambda line: None if quiet else click.echo(line, err=True),
         warn=lambda line: click.echo(f"Warning: {line}", err=True),

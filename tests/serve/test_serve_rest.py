@@ -299,14 +299,6 @@ def test_every_interface_without_a_token_is_refused(tmp_path: Path) -> None:
     assert TOKEN_VAR in line and "Traceback" not in result.stderr
 
 
-def test_ag_ui_says_it_is_not_built(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "station")
-    result = run_holodeck("serve", "--protocol", "ag-ui", cwd=project, stdin="")
-    assert result.returncode == 2
-    assert result.stderr.startswith("Error: --protocol ag-ui is not built yet")
-    assert len(result.stderr.strip().splitlines()) == 1
-
-
 def test_mcp_options_and_rest_options_do_not_mix(tmp_path: Path) -> None:
     project = make_project(tmp_path / "station")
     result = run_holodeck("serve", "--port", "9000", cwd=project, stdin="")
