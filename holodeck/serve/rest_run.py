@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import anyio
 import uvicorn
+from sse_starlette.sse import AppStatus
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -202,6 +203,10 @@ async def _serve_app(
         if web.should_exit:
             web.force_exit = True
         web.should_exit = True
+        # open event streams end now (their turns cancelled), rather than being cut off
+        # with a traceback when uvicorn's grace period is over; sse-starlette learns of a
+        # shutdown from uvicorn's own signal handler, which _Uvicorn leaves out
+        AppStatus.should_exit = True
 
     async with anyio.create_task_group() as group:
         group.start_soon(_on_signal, shut_down)

@@ -10,6 +10,7 @@ that fails mid-answer; the request size and rate limits; CORS.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -372,5 +373,84 @@ def test_without_a_model_each_message_searches_every_knowledge_base(tmp_path: Pa
         assert results["station_docs"][0]["source"] == "docs/airlock.md"
         assert "docs/airlock.md" in got[-2][1]["delta"]  # the formatted results, as chat shows
         assert server.stop() == 0
+    finally:
+        server.kill()
+
+
+CALC_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("calc")
+
+
+@app.tool()
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+app.run()
+'''
+CREW = '''
+def crew_count(deck: str) -> str:
+    """How many crew live on a deck.
+
+    Args:
+        deck: the deck's name
+    """
+    return f"{deck}: 12 crew"
+'''
+
+
+def test_the_agents_function_and_mcp_tools_are_served_too(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    project = make_model_project(tmp_path / "station", fake_openai.url)
+    write(project / "calc_server.py", CALC_SERVER)
+    write(project / "tools" / "crew.py", CREW)
+    with (project / "agent.yaml").open("a") as agent:
+        agent.write(
+            "  - name: crew_count\n    type: function\n    description: Crew per deck\n"
+            "    file: tools/crew.py\n    function: crew_count\n"
+            f"  - name: calc\n    type: mcp\n    description: A calculator\n"
+            f"    command: {sys.executable}\n    args: [calc_server.py]\n"
+        )
+    server = RestServer(project)
+    try:
+        server.wait_ready()
+        fake_openai.chat.push(
+            tool_calls(("crew_count", {"deck": "B"}), ("calc__add", {"a": 2, "b": 40})),
+            text("Deck B has 12 crew; 2 + 40 is 42."),
+        )
+        got = stream(server.url, {"message": "Crew on deck B, and 2 + 40?"})
+        results = {d["name"]: d for n, d in got if n == "tool_call_result"}
+        assert set(results) == {"crew_count", "calc__add"}
+        assert results["crew_count"]["kind"] == "function"
+        assert results["calc__add"]["kind"] == "mcp"
+        assert all(r["error"] is None and r["results"] == [] for r in results.values())
+        sent = fake_openai.chat_requests()[-1]["messages"]
+        outputs = sorted(m["content"] for m in sent if m["role"] == "tool")
+        assert outputs[0].startswith("42") and outputs[1] == "B: 12 crew"
+        assert server.stop() == 0
+    finally:
+        server.kill()
+
+
+def test_sigterm_stops_the_server_during_a_streamed_answer(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    project = make_model_project(tmp_path / "station", fake_openai.url)
+    server = RestServer(project)
+    try:
+        server.wait_ready()
+        fake_openai.chat.push(text("word " * 400, delay=0.5))  # minutes of answer
+        body = {"message": "Tell me everything"}
+        with httpx2.stream("POST", server.url + STREAM, json=body, timeout=60) as response:
+            got = events(response.iter_lines())
+            assert next(got)[0] == "stream_start"
+            assert next(got)[0] == "message_delta"
+            assert server.stop(timeout=60) == 0  # the open stream does not keep it running
+        assert "Stopped serving" in server.stderr()
+        assert "Traceback" not in server.stderr()
     finally:
         server.kill()
