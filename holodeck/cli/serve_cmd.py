@@ -50,7 +50,8 @@ def parse_endpoint(value: str) -> tuple[str, int]:
     "--no-auth",
     "no_auth",
     is_flag=True,
-    help="Serve --http on an address other machines can reach without HOLODECK_SERVE_TOKEN "
+    help="Serve --http or --protocol rest on an address other machines can reach without "
+    "HOLODECK_SERVE_TOKEN "
     "(a proxy or firewall in front guards it); refused otherwise.",
 )
 @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable; MCP).")
