@@ -454,3 +454,17 @@ def test_sigterm_stops_the_server_during_a_streamed_answer(
         assert "Traceback" not in server.stderr()
     finally:
         server.kill()
+
+
+def test_no_auth_serves_every_interface_with_a_warning(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    project = make_model_project(tmp_path / "station", fake_openai.url)
+    server = RestServer(project, "--host", "0.0.0.0", "--no-auth")
+    try:
+        wait_for(lambda: "no authentication (--no-auth)" in server.stderr(), 60, None)
+        assert "Warning: http://0.0.0.0:" in server.stderr()
+        assert httpx2.get(server.url + "/health", timeout=30).status_code == 200
+        assert server.stop() == 0
+    finally:
+        server.kill()
