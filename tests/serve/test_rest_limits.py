@@ -22,9 +22,9 @@ def test_a_burst_then_one_request_per_share_of_the_minute() -> None:
     assert limiter.retry_after("a") == 10
     clock.now += 9.0
     assert limiter.retry_after("a") == 1
-    clock.now += 1.5  # a share and a half since the burst: one request, then a wait
+    clock.now += 1.5  # 10.5 s since the burst: one request, then wait for the next share
     assert limiter.retry_after("a") == 0
-    assert limiter.retry_after("a") == 5
+    assert limiter.retry_after("a") == 10  # 0.05 of a request left: 9.5 s to a whole one
 
 
 def test_clients_are_counted_apart() -> None:
