@@ -7,7 +7,7 @@ PIP    := $(BIN)/pip --disable-pip-version-check -q
 .PHONY: demo test lint docs docs-cli bench clean
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --upgrade-deps $(VENV)  # a current pip: 23.2 (Python 3.11's) warns on lxml's extra
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) install -e .

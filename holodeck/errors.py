@@ -56,3 +56,8 @@ class IndexFull(IngestError):
 
 class IngestRunning(IngestError):
     """Another ingest holds the library: a writer waits for it, a reader answers without."""
+
+
+class MissingExtra(ConfigError):
+    """An opt-in feature is used without the optional packages it needs (``holodeck.extras``):
+    exit code 2, fixed by installing the extra the message names."""

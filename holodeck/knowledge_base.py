@@ -427,6 +427,7 @@ class KnowledgeBase:
                     similarity=passage.similarity,
                     location=passage.location,
                     section=passage.section,
+                    span=passage.span,
                     chunks=[c.record.chunk_index for c in passage.chunks],
                 )
             )

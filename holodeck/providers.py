@@ -30,6 +30,15 @@ KEY_VARIABLES = {
     "anthropic": "ANTHROPIC_API_KEY",
 }
 DEFAULT_ANTHROPIC_ENDPOINT = "https://api.anthropic.com"
+#: Variables naming another server when ``model.endpoint`` is not set: each SDK's own
+#: (``OLLAMA_HOST`` is Ollama's, a host and port or a URL).
+BASE_URL_VARIABLES = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "ollama": "OLLAMA_HOST",
+}
+#: Azure OpenAI's v1 API, used when no api-version is given (the original HoloDeck's way).
+AZURE_V1_PATH = "/openai/v1"
 #: Ollama ignores the key, but the client needs a non-empty one.
 OLLAMA_PLACEHOLDER_KEY = "ollama"
 #: Connect fast, but let a slow model take its time between streamed chunks (seconds).
@@ -60,12 +69,15 @@ def connection_for(model: ModelConfig, env: Mapping[str, str]) -> Connection:
 
     ``env`` is the environment the config saw (``.env`` overlaid by the real environment).
     """
+    if model.unset_key_error is not None:  # the file names a variable that is not set
+        raise ConfigError(model.unset_key_error)
     provider = model.provider
     variable = KEY_VARIABLES.get(provider)
     key = model.api_key or (env.get(variable) if variable else None) or None
     remember_secret(key)  # never printed, whatever a server echoes
+    endpoint = model.endpoint or env.get(BASE_URL_VARIABLES.get(provider, ""), "") or None
     if provider == "ollama":
-        base = model.endpoint or DEFAULT_OLLAMA_ENDPOINT
+        base = ollama_base_url(endpoint or DEFAULT_OLLAMA_ENDPOINT)
         return Connection(provider, base, key or OLLAMA_PLACEHOLDER_KEY, None)
     if provider == "azure_openai":
         endpoint = model.endpoint or env.get("AZURE_OPENAI_ENDPOINT")
@@ -74,27 +86,37 @@ def connection_for(model: ModelConfig, env: Mapping[str, str]) -> Connection:
                 "model.endpoint: required for provider azure_openai "
                 "(e.g. https://my-resource.openai.azure.com), or set AZURE_OPENAI_ENDPOINT"
             )
-        version = model.api_version or env.get("OPENAI_API_VERSION")
-        if not version:
-            raise ConfigError(
-                "model.api_version: required for provider azure_openai (e.g. 2024-06-01), "
-                "or set OPENAI_API_VERSION"
-            )
+        version = model.api_version or env.get("OPENAI_API_VERSION") or None
         if not key:
             raise ConfigError(_missing_key(provider, variable))
+        if version is None:  # Azure's v1 API: the OpenAI client, no api-version
+            endpoint = endpoint.rstrip("/").removesuffix(AZURE_V1_PATH) + AZURE_V1_PATH
         return Connection(provider, endpoint, key, variable, version)
     if provider == "anthropic":
-        base = model.endpoint or DEFAULT_ANTHROPIC_ENDPOINT
+        base = endpoint or DEFAULT_ANTHROPIC_ENDPOINT
         if not key and base.startswith(DEFAULT_ANTHROPIC_ENDPOINT):
             raise ConfigError(_missing_key(provider, variable))
         return Connection(provider, base, key or "none", variable)
-    base = model.endpoint or DEFAULT_OPENAI_ENDPOINT
+    base = endpoint or DEFAULT_OPENAI_ENDPOINT
     if not key:
         if base.startswith(DEFAULT_OPENAI_ENDPOINT):
             raise ConfigError(_missing_key(provider, variable))
         # A self-hosted OpenAI-compatible server often needs no key; the client needs one.
         key = "none"
     return Connection(provider, base, key, variable)
+
+
+def ollama_base_url(endpoint: str) -> str:
+    """Ollama's OpenAI-compatible API: ``/v1`` added to an endpoint written without a path
+    (``http://localhost:11434``, as the original HoloDeck's guide writes it), and a scheme
+    to a bare ``host:port`` (``OLLAMA_HOST``'s form)."""
+    from urllib.parse import urlsplit
+
+    if "://" not in endpoint:
+        endpoint = f"http://{endpoint}"
+    if urlsplit(endpoint).path.strip("/") == "":
+        return endpoint.rstrip("/") + "/v1"
+    return endpoint
 
 
 def _missing_key(provider: str, variable: str | None) -> str:
@@ -108,7 +130,7 @@ def make_async_client(conn: Connection, max_retries: int = CHAT_RETRIES) -> open
     """The async client chat uses; ``max_retries`` covers 429, 5xx and timeouts."""
     import openai
 
-    if conn.provider == "azure_openai":
+    if conn.provider == "azure_openai" and conn.api_version:
         return openai.AsyncAzureOpenAI(**_azure_options(conn, max_retries))
     return openai.AsyncOpenAI(**_options(conn, max_retries))
 
@@ -117,7 +139,7 @@ def make_sync_client(conn: Connection, max_retries: int = EMBEDDING_RETRIES) -> 
     """The blocking client remote embeddings use (ingestion is synchronous)."""
     import openai
 
-    if conn.provider == "azure_openai":
+    if conn.provider == "azure_openai" and conn.api_version:
         return openai.AzureOpenAI(**_azure_options(conn, max_retries))
     return openai.OpenAI(**_options(conn, max_retries))
 

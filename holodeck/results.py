@@ -47,11 +47,15 @@ class SearchResult:
     chunk_index: int = 0
     similarity: float = 0.0  # cosine similarity with the query (min_similarity_score's measure)
     chunks: list[int] = field(default_factory=list)  # chunk indexes merged into this passage
-    #: Where in the file: ``page 3``, ``lines 10-42``, ``rows 2-41``...; empty when unknown.
+    #: Where in the file its best chunk sits: ``page 3``, ``lines 10-42``, ``rows 2-41``...;
+    #: empty when unknown.
     #: Shown to people (CLI, reports, JSON, MCP), never in the formatted text the LLM reads.
     location: str = ""
     #: The heading path of its section: ``EXAMPLES › Undo a commit``; empty when unknown.
     section: str = ""
+    #: Where the whole passage's text comes from (``pages 1-3``: the best chunk and the
+    #: neighbours merged into it); ``location`` is where the best chunk, the answer, sits.
+    span: str = ""
 
     @property
     def source_label(self) -> str:

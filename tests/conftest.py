@@ -1,19 +1,27 @@
-"""Shared fixtures: one real Redis (with the Query Engine) for the whole session.
+"""Shared fixtures: one real Redis (with the Query Engine) for the whole session, and one
+real PostgreSQL with pgvector for the whole run (a database per xdist worker).
 
 ``REDIS_URL`` in the environment points the tests at an existing server instead; nothing is
 started then. Each test gets its own index name (``redis_index_name``), removed afterwards,
-so tests never see each other's chunks.
+so tests never see each other's chunks. The same for ``PG_URL`` and ``pg_index_name``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from fake_openai import fake_openai  # noqa: F401  (the per-test fake LLM server fixture)
+from filelock import FileLock
+from postgres_server import PostgresServer, fresh_database
+from postgres_server import drop_index as drop_pg_index
 from redis_server import (  # tests/ is on sys.path (rootdir-relative conftest)
     RedisServer,
     drop_index,
@@ -85,3 +93,60 @@ def ctrl_c_as_a_shell_leaves_it() -> None:
     any test (not found yet); this puts them back before each test."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+#: The folder where the run's one PostgreSQL is recorded (set by the controlling process,
+#: inherited by the xdist workers; no HOLODECK_ prefix, which each test's environment drops).
+PG_RUN_DIR = "HDTEST_PG_RUN_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controlling process (not an xdist worker) names the run's PostgreSQL folder; the
+    server itself starts only when a test first asks for it."""
+    if not hasattr(config, "workerinput") and PG_RUN_DIR not in os.environ:
+        os.environ[PG_RUN_DIR] = tempfile.mkdtemp(prefix="holodeck-pgrun-")
+        config.stash[_PG_OWNER] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controlling process stops the run's PostgreSQL, if a worker started one."""
+    if not config.stash.get(_PG_OWNER, False):
+        return
+    run_dir = Path(os.environ.pop(PG_RUN_DIR))
+    record = run_dir / "server.json"
+    if record.is_file():
+        started = json.loads(record.read_text())
+        PostgresServer(started["port"], Path(started["folder"])).cleanup()
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+_PG_OWNER = pytest.StashKey[bool]()
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    """URL of a PostgreSQL database with pgvector: ``$PG_URL``, or this worker's own database
+    on the run's one server (started by the first worker that needs it)."""
+    env_url = os.environ.get("PG_URL")
+    if env_url:
+        return env_url
+    run_dir = Path(os.environ[PG_RUN_DIR])
+    record = run_dir / "server.json"
+    with FileLock(str(run_dir / "server.lock")):
+        if record.is_file():
+            started = json.loads(record.read_text())
+            server = PostgresServer(started["port"], Path(started["folder"]))
+        else:
+            server = PostgresServer()
+            server.start()
+            record.write_text(json.dumps({"port": server.port, "folder": str(server._dir)}))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    return fresh_database(server.url(), f"holodeck_{worker}")
+
+
+@pytest.fixture
+def pg_index_name(pg_url: str) -> Iterator[str]:
+    """A fresh index name on the test PostgreSQL; its tables go afterwards."""
+    name = f"hdtest_{uuid.uuid4().hex[:12]}"
+    yield name
+    drop_pg_index(pg_url, name)

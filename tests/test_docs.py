@@ -3,6 +3,7 @@ reference, which is what ``--help`` prints today, and the pages build without a 
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
+import yaml
 from cogapp import Cog
 
 from holodeck.cli.main import cli
@@ -74,3 +76,69 @@ def test_every_benchmark_section_is_on_a_docs_page() -> None:
         elif line.startswith("## ") and section not in included:
             outside.append(line)
     assert outside == [], f"benchmark sections on no docs page: {outside}"
+
+
+#: What only someone working on HoloDeck needs: it belongs on docs/contributing.md.
+CONTRIBUTOR_WORDS = (
+    "pytest",
+    "randomly-seed",
+    "tests/cli_helpers.py",
+    "tests/rankings.py",
+    "HOLODECK_TESTS_OWN_PROCESS",
+    "make test",
+    "make lint",
+    "make bench",
+)
+
+
+def test_the_home_page_is_for_users_and_contributing_has_its_own_page(tmp_path: Path) -> None:
+    """The built home page says what HoloDeck is, how to install it and the first commands,
+    with no word of the test suite; that material is on the Contributing page, in the nav."""
+    site = _build(tmp_path)
+    page = (site / "index.html").read_text(encoding="utf-8")
+    home = _article(page)
+    assert "pip install" in home and "holodeck ingest" in home and "holodeck search" in home
+    assert [w for w in CONTRIBUTOR_WORDS if w in home] == []
+    contributing = _article((site / "contributing" / "index.html").read_text(encoding="utf-8"))
+    for word in ("randomly-seed", "tests/cli_helpers.py", "make test", "make bench"):
+        assert word in contributing
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    assert {"Contributing": "contributing.md"} in nav
+    assert re.search(r'<a href="contributing/" class="md-nav__link">', page)
+
+
+def test_no_code_is_cut_at_the_right_edge(tmp_path: Path) -> None:
+    """Code blocks wrap inside the page (the site's stylesheet), and the CLI reference's help
+    sits in the block the stylesheet sets small enough to show its 88 columns whole."""
+    site = _build(tmp_path)
+    css = (site / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+    rules = dict(re.findall(r"([^{}]+)\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S)))
+    rules = {k.strip(): v for k, v in rules.items()}
+    assert "white-space: pre-wrap" in rules[".md-typeset pre > code"]
+    assert "font-size" in rules[".md-typeset .cli-help pre > code"]
+    for page in ("index.html", "cli/index.html", "contributing/index.html"):
+        assert "stylesheets/extra.css" in (site / page).read_text(encoding="utf-8")
+    cli_html = (site / "cli" / "index.html").read_text(encoding="utf-8")
+    helps = cli_html.split('<div class="cli-help">', 1)
+    assert len(helps) == 2 and helps[0].count("<pre") == 0 and "Usage: holodeck" in helps[1]
+    blocks = CLI_PAGE.read_text(encoding="utf-8").split("```text\n")[1:]
+    lines = [line for block in blocks for line in block.split("\n```", 1)[0].splitlines()]
+    assert lines and max(map(len, lines)) <= 88
+
+
+def _build(tmp_path: Path) -> Path:
+    """The site, built strict into ``tmp_path``."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=REPO, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return tmp_path / "site"
+
+
+def _article(page: str) -> str:
+    """The text of a built page's article, tags out."""
+    match = re.search(r"<article.*?</article>", page, re.DOTALL)
+    assert match is not None
+    return html.unescape(re.sub(r"<[^>]+>", "", match[0]))

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from holodeck.errors import LLMError
+from holodeck.extras import require
 from holodeck.providers import (
     CHAT_RETRIES,
     DEFAULT_ANTHROPIC_ENDPOINT,
@@ -48,6 +49,7 @@ class AnthropicChat:
     """The chat client of provider anthropic, with the openai client's shape of a turn."""
 
     def __init__(self, conn: Connection, max_retries: int = CHAT_RETRIES) -> None:
+        require("anthropic", "anthropic", feature="provider anthropic")
         import anthropic  # seconds to import: only for agents that use it
 
         self.conn = conn
@@ -135,8 +137,11 @@ def messages_request(request: dict[str, Any]) -> dict[str, Any]:
             }
             for t in request["tools"]
         ]
-        if request.get("tool_choice") == "none":
+        choice = request.get("tool_choice")
+        if choice == "none":
             params["tool_choice"] = {"type": "none"}
+        elif isinstance(choice, dict):  # one function, by name: structured output's tool
+            params["tool_choice"] = {"type": "tool", "name": choice["function"]["name"]}
     sampling = {k: request[k] for k in ("temperature", "top_p") if k in request}
     if sampling:  # sent as written; this SDK's signature no longer lists them
         params["extra_body"] = sampling

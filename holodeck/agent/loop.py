@@ -21,6 +21,12 @@ if TYPE_CHECKING:  # imported when a model is asked: a retrieval-only run never 
     import openai
 
 from holodeck.agent.anthropic import AnthropicChat
+from holodeck.agent.structured import (
+    ANSWER_INSTRUCTION,
+    ANSWER_TOOL,
+    answer_tool,
+    openai_response_format,
+)
 from holodeck.config.envsubst import environment_for
 from holodeck.config.llm import ModelConfig
 from holodeck.config.loader import Project
@@ -105,6 +111,12 @@ class Agent:
         self.offer(functions or [])
         self.system_prompt = _instructions(project)
         self.messages: list[dict[str, Any]] = []
+        #: ``response_format``'s schema: every answer is asked for in its shape.
+        self.schema = project.response_schema if client is not None else None
+        #: Provider anthropic answers through a tool whose input is the answer.
+        self.answers_by_tool = self.schema is not None and isinstance(client, AnthropicChat)
+        if self.answers_by_tool:
+            self.system_prompt = "\n\n".join(filter(None, [self.system_prompt, ANSWER_INSTRUCTION]))
 
     @classmethod
     def from_project(
@@ -191,10 +203,20 @@ class Agent:
         """
         calls: list[ToolCallRecord] = []
         rounds = 0
+        force_answer = False
         while True:
             rounds += 1
-            allow_tools = rounds <= self.max_tool_rounds
-            text, requested = await self._complete(allow_tools, on_text)
+            allow_tools = rounds <= self.max_tool_rounds and not force_answer
+            text, requested = await self._complete(allow_tools, on_text, force_answer)
+            if self.answers_by_tool:
+                answer = next((a for _, n, a in requested if n == ANSWER_TOOL), None)
+                if answer is None and not (requested and allow_tools) and not force_answer:
+                    force_answer = True  # it answered in text: ask for the answer tool's input
+                    continue
+                if answer is not None or force_answer:
+                    text = _json_text(answer or text)
+                    self.messages.append({"role": "assistant", "content": text})
+                    return text, calls, rounds, None
             assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
             if requested and allow_tools:
                 assistant["tool_calls"] = [
@@ -225,16 +247,23 @@ class Agent:
                 )
             calls.extend(records)
 
-    def _request(self, allow_tools: bool) -> dict[str, Any]:
+    def _request(self, allow_tools: bool, force_answer: bool = False) -> dict[str, Any]:
         assert self.model is not None
         messages = list(self.messages)
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         request: dict[str, Any] = {"model": self.model.name, "messages": messages}
-        if self.tools or self.functions:
+        if self.answers_by_tool:
+            assert self.schema is not None
+            request["tools"] = [*self.tool_definitions, answer_tool(self.schema)]
+            if force_answer or not allow_tools:
+                request["tool_choice"] = {"type": "function", "function": {"name": ANSWER_TOOL}}
+        elif self.tools or self.functions:
             request["tools"] = self.tool_definitions
             if not allow_tools:
                 request["tool_choice"] = "none"
+        if self.schema is not None and not self.answers_by_tool:
+            request["response_format"] = openai_response_format(self.schema)
         if self.model.temperature is not None:
             request["temperature"] = self.model.temperature
         if self.model.max_tokens is not None:
@@ -244,11 +273,11 @@ class Agent:
         return request
 
     async def _complete(
-        self, allow_tools: bool, on_text: TextCallback | None
+        self, allow_tools: bool, on_text: TextCallback | None, force_answer: bool = False
     ) -> tuple[str, list[tuple[str, str, str]]]:
         """One model request: its text and its tool calls as ``(id, name, arguments)``."""
         assert self.client is not None
-        request = self._request(allow_tools)
+        request = self._request(allow_tools, force_answer)
         if isinstance(self.client, AnthropicChat):
             text, requested, finish = await self.client.complete(request, on_text)
             return self._answered(text, requested, finish)
@@ -442,6 +471,14 @@ def _excerpt(body: object) -> str:
     """The start of what a server answered, on one line, to say what it was."""
     text = " ".join(str(body).split())
     return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _json_text(arguments: str) -> str:
+    """The answer tool's input as the answer's JSON text (as it came when not JSON)."""
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False)
+    except json.JSONDecodeError:
+        return arguments
 
 
 def _joined_outputs(calls: list[ToolCallRecord]) -> str:

@@ -25,9 +25,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.status import Status
+from rich.syntax import Syntax
 from rich.text import Text
 
 from holodeck.agent.loop import Agent, ToolCallRecord, TurnResult
+from holodeck.agent.structured import formatted, violation
 from holodeck.chat.render import (
     EXIT_WORDS,
     MAX_WIDTH,
@@ -141,9 +143,10 @@ class ChatSession:
         )
         try:
             with out:
+                streams = not self.agent.retrieval_only and self.agent.schema is None
                 result = await self.agent.run_turn(
                     message,
-                    on_text=None if self.agent.retrieval_only else out.text,
+                    on_text=out.text if streams else None,
                     on_tool=lambda record: out.tool(tool_line(record), record.kind),
                 )
         except HoloDeckError as exc:
@@ -156,7 +159,13 @@ class ChatSession:
         if self.agent.retrieval_only:
             width = self.console.width if self.interactive else MAX_WIDTH
             out.results(compact_results(result.tool_calls, width, self.interactive))
+        elif self.agent.schema is not None:  # structured output: the JSON, indented
+            out.json(formatted(result.answer))
         out.finish()
+        if self.agent.schema is not None:
+            problem = violation(result.answer, self.agent.schema)
+            if problem:
+                self._info(f"Notice: the answer does not fit response_format: {problem}")
         if self.interactive and self.agent.retrieval_only and not self.hinted:
             self.hinted = any(record.results for record in result.tool_calls)
             if self.hinted:
@@ -316,6 +325,10 @@ class _PlainOutput:
         self.stdout.write(answer.plain)
         self.wrote = True
 
+    def json(self, answer: str) -> None:
+        self.stdout.write(answer)
+        self.wrote = True
+
     def finish(self) -> None:
         self.stdout.write("\n\n" if self.wrote else "\n")
         self.stdout.flush()
@@ -372,6 +385,10 @@ class _TerminalOutput:
         mark = "⌕" if kind == "search" else "⚙"
         self.console.print(Text(f"  {mark} {line}", style="cyan"))
         self._wait()
+
+    def json(self, answer: str) -> None:
+        self._stop()
+        self.console.print(Syntax(answer, "json", word_wrap=True, background_color="default"))
 
     def results(self, answer: Text) -> None:
         self._stop()

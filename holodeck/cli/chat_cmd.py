@@ -49,7 +49,7 @@ def chat(
     from holodeck.agent.loop import Agent  # imports openai: only when chatting
     from holodeck.tools.function_tool import load_function_tools
 
-    project = load_project(agent_path(agent_opt, agent_arg))
+    project = load_project(agent_path(agent_opt, agent_arg), calls_model=True)
     tools = build_tools(project)
     if not tools and project.agent.model is None:
         raise click.UsageError(

@@ -173,7 +173,7 @@ def render_text(data: dict[str, Any]) -> str:
             where = f"local index at {db['path']}"
         else:
             where = (
-                f"redis {db['connection_string']} index {db['index_name']} "
+                f"{db['provider']} {db['connection_string']} index {db['index_name']} "
                 f"({db['vector_algorithm']}, {db['distance_metric']})"
             )
         size = f"{tool['chunk_size']} tokens"

@@ -73,7 +73,7 @@ def _watch(tools: list[KnowledgeBase], force: bool, quiet: bool) -> None:
     def terminate(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    report = WatchReport(tools, quiet)
+    report = WatchReport(tools, quiet, ctrl_c_stops=True)
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
         watch_tools(

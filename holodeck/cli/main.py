@@ -10,6 +10,7 @@ ingest -q``), as in git, pip or ruff: every command gets them when it is looked 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import logging
 import os
@@ -22,6 +23,7 @@ from typing import Any
 import click
 
 from holodeck import __version__
+from holodeck.cli.original_cli import command_error, flag_error
 from holodeck.errors import ConfigError, HoloDeckError
 from holodeck.logs import setup_logging
 from holodeck.redact import redact_url
@@ -33,6 +35,35 @@ class HoloDeckGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command is one of the original HoloDeck's (said what it was and what
+        to use), or a typo (the nearest command suggested)."""
+        name = args[0]
+        if self.get_command(ctx, name) is None and not name.startswith("-"):
+            original = command_error(ctx.command_path, name)
+            if original is not None:
+                raise original
+            near = difflib.get_close_matches(name, COMMANDS, n=1, cutoff=0.6)
+            if near:
+                raise click.UsageError(f"No such command '{name}'. Did you mean '{near[0]}'?", ctx)
+        return super().resolve_command(ctx, args)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:  # holodeck --trace ...
+            raise _from_the_original(exc) from None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command's first sentence whole, wrapped (click cuts it with "...")."""
+        rows = [(name, self.get_command(ctx, name)) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(
+                [(name, cmd.get_short_help_str(limit=10_000)) for name, cmd in rows if cmd]
+            )
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -46,6 +77,8 @@ class HoloDeckGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a subcommand's unknown flag or subcommand
+            raise _from_the_original(exc) from None
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:
@@ -58,6 +91,17 @@ class HoloDeckGroup(click.Group):
             _fail(ctx, exc, ConfigError.exit_code)
         except Exception as exc:  # a bug or an unexpected failure: still one line by default
             _fail(ctx, exc, 3, unexpected=True)
+
+
+def _from_the_original(exc: click.UsageError) -> click.ClickException:
+    """The one line for a command or flag of the original HoloDeck, else ``exc`` itself."""
+    path = exc.ctx.command_path if exc.ctx else "holodeck"
+    found = None
+    if isinstance(exc, click.NoSuchOption):
+        found = flag_error(path, exc.option_name)
+    elif isinstance(getattr(exc, "command_name", None), str):  # click's NoSuchCommand
+        found = command_error(path, exc.command_name)  # type: ignore[attr-defined]
+    return found or exc
 
 
 def _fail(ctx: click.Context, exc: BaseException, code: int, unexpected: bool = False) -> None:

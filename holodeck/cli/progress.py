@@ -58,7 +58,8 @@ class WatchReport:
     with the error's exit code, as a plain ingest would); otherwise it is reported like any
     other and ``failures`` keeps it for whoever asks (``serve`` tells its clients). With
     ``quiet`` only the summary lines are shown, on stdout when ``stdout`` allows it (never
-    for ``serve``: its stdout may be the MCP protocol's).
+    for ``serve``: its stdout may be the MCP protocol's). ``ctrl_c_stops`` adds to the line
+    that watching started how to stop it (``serve`` says so in its own banner).
     """
 
     def __init__(
@@ -67,10 +68,12 @@ class WatchReport:
         quiet: bool,
         first_pass_fails: bool = True,
         stdout: bool = True,
+        ctrl_c_stops: bool = False,
     ) -> None:
         self.tools = tools
         self.quiet = quiet
         self.first_pass_fails = first_pass_fails
+        self.ctrl_c_stops = ctrl_c_stops  # ingest --watch: its start line says how to stop
         self.summaries_on_stdout = quiet and stdout
         self.watching = False
         self.failures: dict[str, str] = {}
@@ -100,7 +103,8 @@ class WatchReport:
         self.watching = True
         if not self.quiet:
             folders = ", ".join(sorted({t.project.display(t.resolved.source) for t in self.tools}))
-            click.echo(f"Watching {folders} for changes", err=True)
+            stops = " (Ctrl-C stops)" if self.ctrl_c_stops else ""
+            click.echo(f"Watching {folders} for changes{stops}", err=True)
 
 
 @contextmanager

@@ -4,14 +4,12 @@ page)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import click
 
 from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import WatchReport
 from holodeck.config.loader import load_project
-from holodeck.errors import ConfigError
+from holodeck.extras import require
 from holodeck.tools.vectorstore_tool import build_tools
 
 #: The original HoloDeck's port for ``serve``.
@@ -133,11 +131,8 @@ def serve(
             raise click.UsageError(
                 f"--http and --tool are for MCP; --protocol {protocol} takes --host and --port"
             )
-        if protocol == "ag-ui" and importlib.util.find_spec("ag_ui") is None:
-            raise ConfigError(
-                "--protocol ag-ui needs the AG-UI protocol package: pip install "
-                "'holodeck[ag-ui]' (or ag-ui-protocol), or use --protocol rest"
-            )
+        if protocol == "ag-ui":
+            require("ag-ui", "ag_ui", feature="serve --protocol ag-ui")
         _serve_rest(
             ctx,
             agent_path(agent_opt, agent_arg),

@@ -10,6 +10,7 @@ command's.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -135,6 +136,13 @@ class _TestCommand(click.Command):
 @click.option(
     "--no-cache", is_flag=True, help="Ask the judge again instead of reusing cached replies."
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the whole run (cases, checks, metrics, verdict) as JSON on stdout; the "
+    "lines go to stderr.",
+)
 @click.pass_context
 def test(
     ctx: click.Context,
@@ -151,6 +159,7 @@ def test(
     baseline_path: Path | None,
     max_drop: float,
     no_cache: bool,
+    as_json: bool,
 ) -> None:
     """Run the agent's test cases (ingesting whatever changed first).
 
@@ -163,7 +172,7 @@ def test(
     """
     if report_fmt and report_path is None:
         raise click.UsageError("--format needs --report PATH")
-    project = load_project(agent_path(agent_opt, agent_arg))
+    project = load_project(agent_path(agent_opt, agent_arg), calls_model=True)
     cases = select_cases(load_cases(project), keywords, limit)
     fmt = report_format(report_path, report_fmt) if report_path else None
     baseline = (
@@ -178,7 +187,8 @@ def test(
             "is nothing to test; add a tool to tools: (or a model:)"
         )
     quiet = bool(ctx.obj.get("quiet"))
-    out = _Output(make_console(highlight=False, soft_wrap=True), cases, quiet, baseline)
+    console = make_console(highlight=False, soft_wrap=True, stderr=as_json)
+    out = _Output(console, cases, quiet, baseline)
     try:
         runner = TestRunner(
             project,
@@ -204,7 +214,6 @@ def test(
             tool.close()
     if baseline is not None:  # each case was compared as it ended (``_Output.done``)
         suite.baseline = baseline.outcome
-    out.table(suite)
     out.metrics(suite)
     out.summary(suite)
     if report_path is not None and fmt is not None:
@@ -213,6 +222,8 @@ def test(
     if junit_path is not None:
         write_junit(suite, junit_path)
         out.note(f"JUnit: {junit_path}")
+    if as_json:
+        click.echo(json.dumps(suite_dict(suite), indent=2))
     ctx.exit(suite.exit_code)
 
 
@@ -301,6 +312,8 @@ class _Output:
         line.append(f"{_LABEL[result.status]:<5}", style=_STYLE[result.status])
         line.append(f" {_clip(result.case.name, self.width):<{self.width}}")
         line.append(f" {result.latency:6.2f} s")
+        if _measures(result):
+            line.append(f"  {_measures(result)}")
         if result.reason:
             reason = _short(result.reason) if self.compact else result.reason
             line.append(f"  {reason}", style=None if result.status == "passed" else "dim")
@@ -311,54 +324,6 @@ class _Output:
             return
         names = ", ".join(self.running.values())
         self.status.update(f"[{self.finished}/{self.total}] running {names}")
-
-    def table(self, suite: SuiteResult) -> None:
-        if self.quiet:
-            return
-        if self.compact:
-            self.console.print("Results:")
-            for r in suite.results:
-                cells = [f"  {r.index:>2} {_LABEL[r.status]:<5} {r.case.name}"]
-                if r.case.expected_sources:
-                    cells.append(f"rank {r.first_rank if r.first_rank is not None else '-'}")
-                if r.ground_truth_score is not None:
-                    cells.append(f"gt sim {score_text(r.ground_truth_score)}")
-                cells.append(f"{r.latency:.2f} s")
-                if _failed_checks(r):
-                    cells.append(f"failed: {_failed_checks(r)}")
-                self.console.print(", ".join(cells), markup=False)
-            return
-        table = Table(
-            title="Results (rank: best rank of an expected source; gt sim: ground_truth "
-            "similarity)",
-            title_justify="left",
-        )
-        for name, justify in (
-            ("#", "right"),
-            ("case", "left"),
-            ("result", "left"),
-            ("rank", "right"),
-            ("gt sim", "right"),
-            ("latency", "right"),
-            ("failed", "left"),
-        ):
-            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-        for r in suite.results:
-            if r.case.expected_sources:
-                first = str(r.first_rank) if r.first_rank is not None else "-"
-            else:
-                first = ""
-            score = r.ground_truth_score
-            table.add_row(
-                str(r.index),
-                r.case.name,
-                Text(_LABEL[r.status], style=_STYLE[r.status]),
-                first,
-                score_text(score) if score is not None else "",
-                f"{r.latency:.2f} s",
-                _failed_checks(r),
-            )
-        self.console.print(table)
 
     def summary(self, suite: SuiteResult) -> None:
         if suite.not_run:
@@ -441,6 +406,19 @@ class _Output:
     def note(self, text: str) -> None:
         if not self.quiet:
             self.console.print(text)
+
+
+def _measures(result: CaseResult) -> str:
+    """What a case's line says besides its verdict: the best rank of an expected source, the
+    ground_truth similarity, the failing checks (each case is printed once: this line)."""
+    cells = []
+    if result.case.expected_sources:
+        cells.append(f"rank {result.first_rank if result.first_rank is not None else '-'}")
+    if result.ground_truth_score is not None:
+        cells.append(f"gt sim {score_text(result.ground_truth_score)}")
+    if _failed_checks(result):
+        cells.append(f"failed: {_failed_checks(result)}")
+    return ", ".join(cells)
 
 
 def _failed_checks(result: CaseResult) -> str:

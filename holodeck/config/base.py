@@ -6,9 +6,10 @@ Its own module so the models of agent.yaml can live in several small modules
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
 
 
 def require_unique_names(kind: str, names: list[str]) -> None:
@@ -20,10 +21,30 @@ def require_unique_names(kind: str, names: list[str]) -> None:
         seen.add(name)
 
 
-class StrictModel(BaseModel):
-    """Refuses unknown keys, so a typo is an error, not a silently ignored setting."""
+def _not_a_boolean(value: Any) -> Any:
+    """Refuse a YAML boolean where a number goes: pydantic would read ``true`` as 1, so
+    ``max_text_chars: true`` would be the limit 1 and skip every file."""
+    if isinstance(value, bool):
+        raise PydanticCustomError(
+            "bool_for_number", "a number, not {value}", {"value": str(value).lower()}
+        )
+    return value
 
-    model_config = ConfigDict(extra="forbid")
+
+#: A whole number or a number of a config file: a boolean is neither (text such as a
+#: substituted ``${TOP_K}`` is still read as its number).
+Int = Annotated[int, BeforeValidator(_not_a_boolean)]
+Float = Annotated[float, BeforeValidator(_not_a_boolean)]
+#: The same, or nothing (``None``; a ``Field``'s bounds then still reach the JSON schema).
+MaybeInt = Annotated[int | None, BeforeValidator(_not_a_boolean)]
+MaybeFloat = Annotated[float | None, BeforeValidator(_not_a_boolean)]
+
+
+class StrictModel(BaseModel):
+    """Refuses unknown keys, so a typo is an error, not a silently ignored setting, and an
+    endless number (``.inf``, ``.nan``): a limit of ``.nan`` would be one no file passes."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ShortForm(StrictModel):

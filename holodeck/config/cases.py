@@ -8,17 +8,14 @@ running the cases is ``holodeck.testing``'s.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from holodeck.config.base import ShortForm, StrictModel, require_unique_names
+from holodeck.config.base import Int, MaybeFloat, ShortForm, StrictModel, require_unique_names
 from holodeck.config.evaluations import Metric, unique_metrics
-
-#: Similarity a ground_truth needs when neither the case nor agent.yaml sets a threshold.
-DEFAULT_GROUND_TRUTH_THRESHOLD = 0.7
-
 
 #: Seconds one ``regex`` check may run: a pattern that backtracks catastrophically
 #: (``(a|aa)+$``) is stopped instead of hanging a CI job.
@@ -84,10 +81,11 @@ class ArgMatch(StrictModel):
             return _same_value(self.equals, value)
         if self.fuzzy is not None:
             return _fuzzy_key(self.fuzzy) == _fuzzy_key(value)
-        if not isinstance(value, str):
-            return False
         if self.regex is not None:
             import regex
+
+            if not isinstance(value, str):  # a number or a flag: its text, as the original
+                value = json.dumps(value) if value is not None else ""
 
             try:  # a time limit, and the GIL released: Ctrl-C is never held up by a match
                 found = regex.search(self.regex, value, timeout=REGEX_SECONDS, concurrent=True)
@@ -98,6 +96,8 @@ class ArgMatch(StrictModel):
                 ) from None
             return found is not None
         assert self.contains is not None
+        if not isinstance(value, str):
+            return False
         return self.contains.casefold() in value.casefold()
 
     def describe(self) -> str:
@@ -128,12 +128,15 @@ _SEPARATORS = re.compile(r"[\s,_\u00a0\u202f]")
 
 
 def _fuzzy_key(value: Any) -> str | float:
-    """What a fuzzy match compares: a number when the text is one, else the folded text."""
+    """What a fuzzy match compares: a number when the text is one (``35%`` is 0.35, as in
+    the original), else the folded text."""
     text = _SEPARATORS.sub("", str(value).casefold())
+    number, percent = (text[:-1], True) if text.endswith("%") else (text, False)
     try:
-        return float(text)
+        parsed = float(number)
     except ValueError:
         return text
+    return round(parsed / 100 if percent else parsed, 12)
 
 
 class ExpectedTool(ShortForm):
@@ -147,17 +150,24 @@ class ExpectedTool(ShortForm):
     _short_key = "name"
     name: str = Field(min_length=1)
     args: dict[str, ArgMatch] | None = None
-    count: int = Field(default=1, ge=1, description="Calls that must match (at least).")
+    count: Int = Field(default=1, ge=1, description="Calls that must match (at least).")
 
 
 class Checks(StrictModel):
     """What one message of a test case must produce (a case's, or one turn's)."""
 
     ground_truth: str | None = Field(
-        default=None, min_length=1, description="The expected answer, compared by similarity."
+        default=None,
+        min_length=1,
+        description="The expected answer: the reference the metrics read; compared by "
+        "similarity too when a ground_truth_threshold is set (here or in agent.yaml).",
     )
-    ground_truth_threshold: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="Overrides the agent's ground_truth_threshold."
+    ground_truth_threshold: MaybeFloat = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Check the ground_truth by similarity, at least this (overrides "
+        "agent.yaml's ground_truth_threshold).",
     )
     expected_tools: list[ExpectedTool] | None = None
     expected_sources: list[str] | None = Field(
@@ -179,9 +189,12 @@ class Checks(StrictModel):
     def has_checks(self) -> bool:
         """Whether anything is checked (without, an LLM turn passes when the agent answers).
 
-        ``evaluations`` count; the agent-level ``evaluations:`` are the caller's to add.
+        ``evaluations`` count; the agent-level ``evaluations:`` and ``ground_truth_threshold``
+        are the caller's to add. A ``ground_truth`` is a check only with a threshold: without
+        one it is the reference metrics read (as in the original HoloDeck).
         """
-        checks = (self.ground_truth, self.expected_tools, self.expected_sources)
+        gauged = self.ground_truth and self.ground_truth_threshold is not None
+        checks = (gauged, self.expected_tools, self.expected_sources)
         return any(checks) or bool(self.expected_content or self.evaluations)
 
     @field_validator("evaluations")

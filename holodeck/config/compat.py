@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from holodeck.config.vectorstore_tool import literal_password
 from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
 
@@ -70,7 +71,6 @@ IGNORED_VECTORSTORE_KEYS = {
 REDIS_PROVIDERS = ("redis", "redis-hashset", "redis-json")
 #: The original's other database providers: ignored (a provider neither knows is refused).
 OTHER_PROVIDERS = (
-    "postgres",
     "azure-ai-search",
     "qdrant",
     "weaviate",
@@ -83,12 +83,25 @@ OTHER_PROVIDERS = (
     "in-memory",
 )
 _OUR_DATABASE_KEYS = ("connection_string", "index_name", "vector_algorithm", "distance_metric")
+_IN_THE_URL = "holodeck's PostgreSQL store reads it from connection_string"
+#: Keys the original's postgres provider takes beside connection_string, and why they are
+#: ignored (libpq reads all of them from the URL).
+IGNORED_POSTGRES_KEYS = {
+    "host": _IN_THE_URL,
+    "port": _IN_THE_URL,
+    "dbname": _IN_THE_URL,
+    "user": _IN_THE_URL,
+    "password": f"{_IN_THE_URL}, as ${{VAR}} (or libpq's PGPASSWORD)",
+    "sslmode": f"{_IN_THE_URL} (?sslmode=require)",
+    "db_schema": "holodeck's tables live in the connection's search_path: add "
+    "?options=-csearch_path%3DSCHEMA to connection_string",
+}
 
 
 def original_keys(loc: Loc) -> list[str]:
     """Keys of the original at ``loc`` that holodeck drops (for a typo's "did you mean")."""
     if not loc:
-        return [*IGNORED_SECTIONS, *IGNORED_GLOBAL_SECTIONS, "vectorstores", "response_format"]
+        return [*IGNORED_SECTIONS, *IGNORED_GLOBAL_SECTIONS, "vectorstores"]
     if loc[0] == "tools" and len(loc) == 3:  # ("tools", i, type)
         return [*IGNORED_VECTORSTORE_KEYS, "defer_loading", "server", "load_prompts"]
     return []
@@ -168,6 +181,9 @@ def adapt_global(data: dict[str, Any], node: yaml.Node | None, label: str) -> Ad
             "list each under tools: of the agent.yaml that uses it (type: mcp, same keys)",
         )
     data.pop("mcp_servers", None)
+    vectorstore = data.get("vectorstore")
+    if isinstance(vectorstore, dict) and vectorstore.get("provider") == "postgres":
+        postgres_section(vectorstore, ("vectorstore",), run)
     return Adapted(data, run.warnings)
 
 
@@ -181,14 +197,9 @@ def _top_level(data: dict[str, Any], run: _Pass) -> None:
     for key, why in IGNORED_SECTIONS.items():
         if key in data:
             run.ignore(data, key, (), why)
-    if data.get("response_format") is not None:
-        raise run.refuse(
-            ("response_format",),
-            "structured output is not supported (the model answers in text)",
-            "describe the answer's format in instructions:",
-        )
-    data.pop("response_format", None)
     evaluations = data.get("evaluations")
+    if isinstance(evaluations, dict) and isinstance(evaluations.get("metrics"), list):
+        adapt_metrics(evaluations["metrics"], ("evaluations", "metrics"), run)
     if isinstance(evaluations, dict) and "optimizer" in evaluations:
         run.ignore(
             evaluations,
@@ -304,6 +315,9 @@ def _database(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
         if provider in OTHER_PROVIDERS:
             run.ignore(tool, "database", loc, f"provider {provider} is not supported; {inherited}")
             return
+        if provider == "postgres":
+            postgres_section(database, (*loc, "database"), run)
+            return
         if provider not in REDIS_PROVIDERS:
             return  # validation names the providers holodeck knows
         dloc = (*loc, "database")
@@ -318,8 +332,35 @@ def _database(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
             )
 
 
+def postgres_section(database: dict[str, Any], loc: Loc, run: _Pass) -> None:
+    """A ``provider: postgres`` section: the original's keys that libpq reads from the URL
+    warned and dropped, and a password written into the file refused (it must come from
+    the environment)."""
+    for key, why in IGNORED_POSTGRES_KEYS.items():
+        if key in database:
+            run.ignore(database, key, loc, why)
+    url = database.get("connection_string")
+    if isinstance(url, str) and literal_password(url):
+        raise run.refuse(
+            (*loc, "connection_string"),
+            "a password written into the file",
+            "take it from the environment: postgresql://USER:${PGPASSWORD}@HOST:5432/DB (or "
+            "leave it out of the URL and set PGPASSWORD)",
+        )
+
+
 def _mcp(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
-    if "server" in tool:
+    server = tool.get("server")
+    if isinstance(server, str) and server and not tool.get("command") and not tool.get("url"):
+        # the original's npm package name: started the way its init starts every server
+        del tool["server"]
+        tool["command"], tool["args"] = "npx", ["-y", server, *(tool.get("args") or [])]
+        run.warnings.append(
+            f"{run.where((*loc, 'server'))}: started as `npx -y {server}` (how the original "
+            "HoloDeck's init starts its MCP servers); write command: and args: to start it "
+            "another way"
+        )
+    elif "server" in tool:
         run.ignore(tool, "server", loc, "command: (or url:) says which server to reach")
     if tool.get("load_prompts"):
         run.ignore(
@@ -336,6 +377,109 @@ def _mcp(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
             "the websocket transport is not supported",
             "use transport: http (streamable HTTP) or sse with url:",
         )
+
+
+# -- metrics ----------------------------------------------------------------------------
+
+#: The original's deprecated Azure AI metrics, each judged (as a geval metric of the same
+#: name) by criteria saying what Azure AI's evaluator of that name scores: kept apart from
+#: holodeck's RAG metrics, so an agent listing groundedness and faithfulness gets both.
+AZURE_AI_METRICS: dict[str, dict[str, Any]] = {
+    "groundedness": {
+        "type": "geval",
+        "name": "groundedness",
+        "criteria": "The answer is grounded: every claim it makes is stated in, or follows "
+        "directly from, the retrieved passages; nothing is added from elsewhere.",
+        "evaluation_steps": [
+            "List the claims the actual output makes.",
+            "For each, look for the passage in the retrieval context that states it.",
+            "Score by the share of claims the passages support; a claim they contradict "
+            "scores lowest.",
+        ],
+        "evaluation_params": ["input", "actual_output", "retrieval_context"],
+    },
+    "relevance": {
+        "type": "geval",
+        "name": "relevance",
+        "criteria": "The answer is relevant: it addresses what the input asks, covers its "
+        "key points and stays on them.",
+        "evaluation_steps": [
+            "Read the input and note what it asks.",
+            "Check that the actual output answers that, point by point.",
+            "Score low for missing points or for content that is off the question.",
+        ],
+        "evaluation_params": ["input", "actual_output"],
+    },
+    "coherence": {
+        "type": "geval",
+        "name": "coherence",
+        "criteria": "The answer is coherent: its sentences connect logically and in order, "
+        "it reads as one argument rather than loose statements, and it responds to the input.",
+        "evaluation_steps": [
+            "Read the input and the actual output.",
+            "Check that each sentence follows from the one before it and that the ideas are "
+            "in a sensible order.",
+            "Check that the output holds together as one answer to the input.",
+            "Score low for jumps, contradictions or unrelated statements.",
+        ],
+        "evaluation_params": ["input", "actual_output"],
+    },
+    "fluency": {
+        "type": "geval",
+        "name": "fluency",
+        "criteria": "The answer is fluent: grammatical, well-formed sentences, fitting word "
+        "choice and a natural flow, whatever its content.",
+        "evaluation_steps": [
+            "Read the actual output only.",
+            "Check grammar, spelling and sentence structure.",
+            "Check that the wording is fitting and reads naturally.",
+            "Score low for errors or awkward phrasing that get in the reader's way.",
+        ],
+        "evaluation_params": ["actual_output"],
+    },
+}
+#: The original's RAG metric names that its init writes but its own schema spells longer.
+RAG_ALIASES = {"context_precision": "contextual_precision", "context_recall": "contextual_recall"}
+#: What an Azure AI metric keeps (the rest are the original's standard-metric keys).
+_KEPT_METRIC_KEYS = ("threshold", "enabled", "fail_on_error", "model")
+
+
+def adapt_metrics(metrics: list[Any], loc: Loc, run: _Pass) -> None:
+    """Metrics of the original in holodeck's names: Azure AI's deprecated four as the
+    metric of the same meaning, ``context_precision``/``context_recall`` spelt out."""
+    for i, metric in enumerate(metrics):
+        if not isinstance(metric, dict):
+            continue
+        mloc = (*loc, i)
+        kind = metric.get("type", "standard")
+        name = metric.get("metric")
+        if kind == "standard" and isinstance(name, str) and name in AZURE_AI_METRICS:
+            metrics[i] = _azure_metric(metric, name, mloc, run)
+        elif kind == "rag" and metric.get("metric_type") in RAG_ALIASES:
+            old = metric["metric_type"]
+            metric["metric_type"] = RAG_ALIASES[old]
+            run.warnings.append(
+                f"{run.where((*mloc, 'metric_type'))}: {old} is run as "
+                f"{RAG_ALIASES[old]} (its name in holodeck and in the original's schema)"
+            )
+
+
+def _azure_metric(metric: dict[str, Any], name: str, loc: Loc, run: _Pass) -> dict[str, Any]:
+    """One deprecated Azure AI metric as holodeck's, with a warning naming both."""
+    ours = copy.deepcopy(AZURE_AI_METRICS[name])
+    ours.update({k: metric[k] for k in _KEPT_METRIC_KEYS if k in metric})
+    note = ""
+    threshold = metric.get("threshold")
+    if isinstance(threshold, int | float) and not isinstance(threshold, bool) and threshold > 1:
+        # Azure AI scores 1-5: the same place on holodeck's 0-1 scale
+        ours["threshold"] = round(min(max((threshold - 1) / 4, 0.0), 1.0), 4)
+        note = f"; its threshold {threshold:g} on Azure AI's 1-5 scale is {ours['threshold']:g}"
+    run.warnings.append(
+        f"{run.where((*loc, 'metric'))}: {name} (the original's deprecated Azure AI metric) "
+        f"is judged by the evaluations model as a geval metric of the same name, with "
+        f"criteria saying what Azure AI's {name} scores{note}"
+    )
+    return ours
 
 
 # -- test cases -------------------------------------------------------------------------
@@ -357,6 +501,8 @@ def adapt_cases(cases: Any, loc: Loc, run: _Pass) -> None:
 
 
 def _message(item: dict[str, Any], loc: Loc, run: _Pass) -> None:
+    if isinstance(item.get("evaluations"), list):
+        adapt_metrics(item["evaluations"], (*loc, "evaluations"), run)
     if item.get("files"):
         raise run.refuse(
             (*loc, "files"),

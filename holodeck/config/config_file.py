@@ -19,6 +19,7 @@ import pydantic
 import yaml
 
 from holodeck.bounded_yaml import DuplicateKeyError, YAMLLimitError, load_bounded
+from holodeck.config.api_keys import UnsetKey, attach_unset_keys, defer_unset_keys
 from holodeck.config.compat import original_keys
 from holodeck.config.envsubst import VariableError, substitute
 from holodeck.config.files import home_dir as home_dir  # also read from here by chat
@@ -80,6 +81,21 @@ def _unreadable_character(exc: yaml.reader.ReaderError, text: str, label: str) -
         f"{label}:{line}: {kind} U+{code:04X} at column {column} is not allowed in YAML; "
         f"delete it (or write it as {escape} in a double-quoted string)"
     )
+
+
+def _substitute_and_validate(
+    model: type[pydantic.BaseModel],
+    data: Any,
+    env: dict[str, str],
+    node: yaml.Node | None,
+    label: str,
+) -> tuple[Any, list[UnsetKey]]:
+    """``data`` substituted and validated as ``model``, and the ``api_key``s left out because
+    their variable is unset (each model raises its own when it is called)."""
+    data, unset = defer_unset_keys(data, env, node, label)
+    validated = _validate(model, _substitute(data, env, node, label), node, label)
+    attach_unset_keys(validated, unset)
+    return validated, unset
 
 
 def _substitute(data: Any, env: dict[str, str], node: yaml.Node | None, label: str) -> Any:
@@ -199,7 +215,12 @@ def _describe_error(
         )
     msg = str(err["msg"]).removeprefix("Value error, ")
     got = err.get("input")
-    shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    if kind == "finite_number" and isinstance(got, float):  # .inf, -.inf or .nan
+        written = ".nan" if got != got else ("-.inf" if got < 0 else ".inf")
+        fix = "for no limit, write a large one"
+        return f"{label}:{line}: {where}: a finite number, not {written} ({fix})"
+    plain = isinstance(got, dict | list) or got is None or kind == "bool_for_number"
+    shown = "" if plain else f" (got {got!r})"
     if _texty(err):
         shown = f" (got {got!r}; put the value in quotes to keep it as text)"
     return redact_url(f"{label}:{line}: {where}: {msg}{shown}")

@@ -1,13 +1,15 @@
 """The ``evaluations:`` section of agent.yaml and of a test case, shaped like the original
 HoloDeck's, so its agent.yaml loads unchanged for every metric holodeck supports.
 
-Three families, told apart by ``type`` (``standard`` when absent, as in the original):
+Four families, told apart by ``type`` (``standard`` when absent, as in the original):
 
 - ``standard``: no LLM. ``equality``, ``numeric``, ``f1_score``, ``rouge``, ``bleu``, each
   comparing the answer (or one field of a JSON answer, ``response_path``) with ``ground_truth``.
 - ``geval``: custom ``criteria`` in plain words, scored 0-1 by a judge model.
 - ``rag``: ``faithfulness``, ``answer_relevancy``, ``contextual_relevancy``,
   ``contextual_precision``, ``contextual_recall``, on the passages the tool calls returned.
+- ``code``: a Python function of the project (``grader: module.path:function``, as in the
+  original) given the turn's answer, input, ground truth, tool calls and passages.
 
 The judge is the metric's ``model``, else ``evaluations.model``, else the agent's ``model``.
 """
@@ -17,9 +19,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
-from holodeck.config.base import StrictModel
+from holodeck.config.base import Float, MaybeFloat, StrictModel
 from holodeck.config.llm import ModelConfig
 
 #: Standard metrics holodeck computes, in the order the README lists them.
@@ -29,22 +31,6 @@ REFUSED_STANDARD_METRICS = {
     "meteor": (
         "needs NLTK's WordNet data, which NLTK downloads at run time (offline and in CI it "
         "fails); use rouge or bleu, or a geval metric to judge paraphrases"
-    ),
-    "groundedness": (
-        "is the original HoloDeck's deprecated Azure AI metric; use type: rag with "
-        "metric_type: faithfulness"
-    ),
-    "relevance": (
-        "is the original HoloDeck's deprecated Azure AI metric; use type: rag with "
-        "metric_type: answer_relevancy"
-    ),
-    "coherence": (
-        "is the original HoloDeck's deprecated Azure AI metric; use type: geval with "
-        "criteria saying what coherent means for you"
-    ),
-    "fluency": (
-        "is the original HoloDeck's deprecated Azure AI metric; use type: geval with "
-        "criteria saying what fluent means for you"
     ),
     "safety": (
         "is the original HoloDeck's deprecated Azure AI metric; use type: geval with "
@@ -60,7 +46,11 @@ RAG_METRICS = (
 )
 #: What a geval metric may show the judge (the original's names).
 EVALUATION_PARAMS = ("input", "actual_output", "expected_output", "retrieval_context")
-METRIC_TYPES = ("standard", "geval", "rag")
+METRIC_TYPES = ("standard", "geval", "rag", "code")
+#: ``grader:``: a module importable from agent.yaml's folder, and a callable in it.
+GRADER_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+#: Seconds a code grader may run by default (holodeck's own key: the original has none).
+DEFAULT_GRADER_TIMEOUT = 30.0
 #: A ``response_path``: keys and [index]es joined by dots (``result.items[0].value``).
 _PATH_SEGMENT = r"[A-Za-z_][\w-]*(?:\[\d+\])*"
 RESPONSE_PATH = re.compile(rf"^{_PATH_SEGMENT}(?:\.{_PATH_SEGMENT})*$")
@@ -69,7 +59,7 @@ RESPONSE_PATH = re.compile(rf"^{_PATH_SEGMENT}(?:\.{_PATH_SEGMENT})*$")
 class _Metric(StrictModel):
     """What every metric has: a threshold, an on/off switch, error handling, a judge."""
 
-    threshold: float | None = Field(
+    threshold: MaybeFloat = Field(
         default=None, ge=0.0, le=1.0, description="Minimum passing score (0.0-1.0)."
     )
     enabled: bool = Field(default=True, description="false: the metric is not run.")
@@ -118,10 +108,10 @@ class StandardMetric(_Metric):
         default=False, description="[equality] Collapse runs of whitespace and trim."
     )
     strip_punctuation: bool = Field(default=False, description="[equality] Drop punctuation.")
-    absolute_tolerance: float = Field(
+    absolute_tolerance: Float = Field(
         default=1e-6, ge=0.0, description="[numeric] Pass when |answer - expected| <= this."
     )
-    relative_tolerance: float = Field(
+    relative_tolerance: Float = Field(
         default=0.0,
         ge=0.0,
         description="[numeric] Or when |answer - expected| <= this x |expected|.",
@@ -235,7 +225,7 @@ class RagMetric(_Metric):
 
     type: Literal["rag"] = "rag"
     metric_type: str = Field(description=f"One of: {', '.join(RAG_METRICS)}.")
-    threshold: float | None = Field(
+    threshold: MaybeFloat = Field(
         default=0.5, ge=0.0, le=1.0, description="Minimum passing score (default 0.5)."
     )
     include_reason: bool = Field(
@@ -263,6 +253,51 @@ class RagMetric(_Metric):
         return self.metric_type in ("faithfulness", "answer_relevancy")
 
 
+class CodeMetric(_Metric):
+    """A grader written in Python: ``fn(ctx: GraderContext)`` returning a bool, a score 0-1
+    or a ``GraderResult`` (the original HoloDeck's ``type: code``; see
+    ``holodeck.evaluations.code_grader``)."""
+
+    type: Literal["code"] = "code"
+    grader: str = Field(
+        description="module.path:function, the module importable from agent.yaml's folder."
+    )
+    name: str | None = Field(default=None, min_length=1, description="Default: the function.")
+    fail_on_error: bool = Field(
+        default=False,
+        description=(
+            "false (default, as in the original): a grader that raises or runs past its time "
+            "fails the metric with the message; true: the case is an error."
+        ),
+    )
+    timeout: float = Field(
+        default=DEFAULT_GRADER_TIMEOUT, gt=0, description="Seconds one call may take."
+    )
+    _function: Any = PrivateAttr(default=None)
+
+    @field_validator("grader")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not GRADER_PATH.match(value):
+            raise ValueError(
+                "write module.path:function (the module importable from agent.yaml's folder, "
+                "like graders:exact_number or my_benchmarks.convfinqa:program_equivalence)"
+            )
+        return value
+
+    @property
+    def key(self) -> str:
+        return f"code:{self.label}"
+
+    @property
+    def label(self) -> str:
+        return self.name or self.grader.rpartition(":")[2]
+
+    @property
+    def uses_judge(self) -> bool:
+        return False
+
+
 def _metric_type(value: Any) -> str | None:
     """The ``type`` of a metric as written; ``standard`` when absent (the original's default)."""
     if isinstance(value, dict):
@@ -274,7 +309,8 @@ def _metric_type(value: Any) -> str | None:
 Metric = Annotated[
     Annotated[StandardMetric, Tag("standard")]
     | Annotated[GEvalMetric, Tag("geval")]
-    | Annotated[RagMetric, Tag("rag")],
+    | Annotated[RagMetric, Tag("rag")]
+    | Annotated[CodeMetric, Tag("code")],
     Discriminator(
         _metric_type,
         custom_error_type="metric_type",
@@ -302,7 +338,7 @@ class EvaluationConfig(StrictModel):
     model: ModelConfig | None = Field(
         default=None, description="The judge (default: the agent's model)."
     )
-    metrics: list[Metric] = Field(min_length=1, description="standard, geval or rag metrics.")
+    metrics: list[Metric] = Field(min_length=1, description="standard, geval, rag or code metrics.")
 
     @model_validator(mode="after")
     def _unique(self) -> EvaluationConfig:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from holodeck.config.base import StrictModel
+from holodeck.config.base import Float, Int, StrictModel
 
 #: Bytes in one MB of the limits (and of the messages that name them).
 MB = 1 << 20
@@ -24,29 +24,30 @@ ZIP_FILE_TYPES = (".docx", ".pptx", ".xlsx")
 class FileLimits(StrictModel):
     """Per-file caps on what converting one file may cost; past one, the file is skipped."""
 
-    max_text_chars: int = Field(
+    max_text_chars: Int = Field(
         default=25_000_000,
         ge=1,
         description="Characters of text one file may convert to, of any type (a PDF: its "
         "text layer, counted page by page as it is read).",
     )
-    max_text_file_mb: float = Field(
+    max_text_file_mb: Float = Field(
         default=32,
         gt=0,
         description="Size in MB of a .txt, .md, .csv, .json, .html or .htm file (read whole).",
     )
-    max_pdf_pages: int = Field(default=10_000, ge=1, description="Pages of a PDF.")
-    max_unzipped_mb: float = Field(
+    max_pdf_pages: Int = Field(default=10_000, ge=1, description="Pages of a PDF.")
+    max_unzipped_mb: Float = Field(
         default=500,
         gt=0,
         description="What a .docx, .pptx or .xlsx unzips to, in MB, all its parts together.",
     )
-    max_zip_ratio: float = Field(
+    max_zip_ratio: Float = Field(
         default=100,
         ge=1,
-        description="How many times its zipped size one part of a .docx, .pptx or .xlsx may "
-        "unzip to, for parts of more than 1 MB unzipped (a zip bomb's: hundreds of times).",
+        description="How many times its zipped size a .docx, .pptx or .xlsx may unzip to: "
+        "each part of more than 1 MB unzipped, and all its parts together when they pass 1 MB "
+        "(a zip bomb's: hundreds of times).",
     )
-    max_zip_entries: int = Field(
+    max_zip_entries: Int = Field(
         default=10_000, ge=1, description="Entries (parts) in a .docx, .pptx or .xlsx."
     )

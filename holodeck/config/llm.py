@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
-from holodeck.config.base import StrictModel
+from holodeck.config.base import MaybeFloat, MaybeInt, StrictModel
 
 
 class ModelConfig(StrictModel):
@@ -20,9 +20,21 @@ class ModelConfig(StrictModel):
         default=None, description="Exactly one ${VAR}, without a default: never a literal key."
     )
     api_version: str | None = None
-    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    temperature: MaybeFloat = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: MaybeInt = Field(default=None, ge=1)
+    top_p: MaybeFloat = Field(default=None, ge=0.0, le=1.0)
+    #: Why ``api_key`` is None although the file names a variable (it is unset), as the
+    #: error line to raise when the model is called; None when the key is set or not named.
+    _unset_key: str | None = PrivateAttr(default=None)
+
+    def key_unset(self, error: str) -> None:
+        """Record that the variable ``api_key`` names is unset: ``error`` says which and how."""
+        self._unset_key = error
+
+    @property
+    def unset_key_error(self) -> str | None:
+        """The error line for an ``api_key`` whose variable is unset, else None."""
+        return self._unset_key
 
     @field_validator("temperature")
     @classmethod

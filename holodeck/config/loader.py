@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from holodeck.config.api_keys import refuse_literal_api_key
 from holodeck.config.compat import adapt_agent, adapt_global
-from holodeck.config.config_file import _read_yaml, _substitute, _validate
+from holodeck.config.config_file import _read_yaml, _substitute_and_validate
 from holodeck.config.envsubst import environment_for
 from holodeck.config.files import file_label, home_dir
 from holodeck.config.models import AgentConfig, GlobalConfig
+from holodeck.config.response_format import load_response_schema
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.vectorstore_tool import (
     OPENAI_EMBEDDING_MODELS,
@@ -41,8 +42,6 @@ LOCAL_MODEL_NAMES = (
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 PROJECT_CONFIG = Path(".holodeck") / "config.yaml"
-#: The only forms ``model.api_key`` may take: ``${VAR}``, or ``${VAR:?message}`` (no default).
-_ONE_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::\?[^}$]*)?\}")
 log = logging.getLogger("holodeck.config")
 
 
@@ -75,6 +74,8 @@ class Project:
     #: agent.yaml's node tree, so errors found later (importing a function tool, starting
     #: an MCP server) name the line of the value too.
     node: yaml.Node | None = None
+    #: The JSON schema of ``response_format`` (read from its file), or None.
+    response_schema: dict[str, Any] | None = None
 
     @property
     def tenant_id(self) -> str:
@@ -105,8 +106,12 @@ class Project:
         )
 
 
-def load_project(agent_path: str | Path) -> Project:
-    """Read, substitute, validate and resolve an agent file and the global configs."""
+def load_project(agent_path: str | Path, calls_model: bool = False) -> Project:
+    """Read, substitute, validate and resolve an agent file and the global configs.
+
+    An ``api_key`` whose variable is unset is raised by its model when called; a command
+    that never calls it (``calls_model`` False) warns once that others will need it.
+    """
     path = Path(agent_path).expanduser()
     if not path.is_file():
         hint = " (check the path, or create one with `holodeck init`)"
@@ -130,12 +135,15 @@ def load_project(agent_path: str | Path) -> Project:
     adapted = adapt_agent(data, node, label)
     _warn(adapted.warnings)
     data = adapted.data
-    _refuse_literal_api_key(data, node, label)
-    data = _substitute(data, env, node, label)
-    agent = _validate(AgentConfig, data, node, label)
-    _check_embedding_models(agent, node, label)
-    _check_files(agent, root, node, label)
+    refuse_literal_api_key(data, node, label)
+    agent, unset_keys = _substitute_and_validate(AgentConfig, data, env, node, label)
     warnings = list(adapted.warnings)
+    _check_embedding_models(agent, node, label, warnings)
+    _check_files(agent, root, node, label)
+    if not calls_model:
+        warnings += [key.warning for key in unset_keys]
+        _warn([key.warning for key in unset_keys])
+    response_schema = load_response_schema(agent.response_format, root, node, label)
     project_db = _global_db(
         root / PROJECT_CONFIG, env, f"project: {PROJECT_CONFIG.as_posix()}", warnings
     )
@@ -146,7 +154,7 @@ def load_project(agent_path: str | Path) -> Project:
         _resolve_tool(t, root, agent, project_db, user_db)
         for t in agent.tools_of(VectorStoreToolConfig)
     ]
-    return Project(path, root, agent, tools, warnings, node)
+    return Project(path, root, agent, tools, warnings, node, response_schema)
 
 
 def _warn(lines: list[str]) -> None:
@@ -212,8 +220,14 @@ def default_embedding_model(agent: AgentConfig) -> str:
     return DEFAULT_LOCAL_MODEL
 
 
-def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: str) -> None:
-    """Refuse an embedding model that the configured provider does not offer."""
+def _check_embedding_models(
+    agent: AgentConfig, node: yaml.Node | None, label: str, warnings: list[str]
+) -> None:
+    """Refuse an embedding model that the configured provider does not offer.
+
+    A Voyage AI model with provider anthropic (what the original HoloDeck's init writes for
+    it) is replaced by the local model, with a warning: holodeck does not call Voyage AI.
+    """
     embeds = agent.embedding_model_config
     provider = embeds.provider if embeds else None
     for i, tool in enumerate(agent.tools):
@@ -221,6 +235,16 @@ def _check_embedding_models(agent: AgentConfig, node: yaml.Node | None, label: s
             continue
         name = tool.embedding_model
         if name is None or name in LOCAL_MODEL_NAMES or _looks_like_path(name):
+            continue
+        if provider == "anthropic" and name.startswith("voyage-"):
+            line = line_of(node, ("tools", i, "embedding_model"))
+            warnings.append(
+                f"{label}:{line}: tools[{i}].embedding_model: {name} is Voyage AI's, which "
+                f"holodeck does not call; embedded with the local {DEFAULT_LOCAL_MODEL} instead "
+                "(embedding_provider: names a remote provider)"
+            )
+            log.warning("%s", warnings[-1])
+            tool.embedding_model = None
             continue
         if provider in ("azure_openai", "ollama"):
             continue  # deployment names and pulled models are the user's own
@@ -264,43 +288,5 @@ def _global_db(
     adapted = adapt_global(data, node, label)
     _warn(adapted.warnings)
     warnings += adapted.warnings
-    data = _substitute(adapted.data, env, node, label)
-    config = _validate(GlobalConfig, data, node, label)
+    config, _ = _substitute_and_validate(GlobalConfig, adapted.data, env, node, label)
     return (config.vectorstore, origin) if config.vectorstore else None
-
-
-def _refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label: str) -> None:
-    """API keys come from the environment, never from config files (docs/contract.md).
-
-    So the value must be exactly one ``${VAR}`` (or ``${VAR:?message}``, which only requires
-    it set): a literal, a literal around a variable (``sk-...${NOPE:-}``) or a default
-    (``${KEY:-sk-...}``) would all keep a key in the file.
-    The value is never echoed: it may be the key.
-    """
-    for loc, model in _model_sections(data):
-        key = model.get("api_key")
-        if key is None or (isinstance(key, str) and _ONE_VARIABLE.fullmatch(key)):
-            continue
-        line = line_of(node, (*loc, "api_key"))
-        raise ConfigError(
-            f"{label}:{line}: {dotted((*loc, 'api_key'))}: must be exactly one ${{VAR}} "
-            "reference without a default (a literal key or a default would keep the key in "
-            "the file); write api_key: ${OPENAI_API_KEY} (or another variable) and set it in "
-            "the environment or .env"
-        )
-
-
-def _model_sections(data: Any, loc: Loc = ()) -> list[tuple[Loc, dict[str, Any]]]:
-    """Every ``model:`` mapping of agent.yaml (the agent's, the evaluation judges'), and
-    ``embedding_provider:``."""
-    found: list[tuple[Loc, dict[str, Any]]] = []
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key in ("model", "embedding_provider") and isinstance(value, dict):
-                found.append(((*loc, key), value))
-            elif isinstance(value, dict | list):
-                found += _model_sections(value, (*loc, key))
-    elif isinstance(data, list):
-        for i, item in enumerate(data):
-            found += _model_sections(item, (*loc, i))
-    return found

@@ -8,12 +8,12 @@ sections have their own modules: knowledge bases (``vectorstore_tool``), the oth
 
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
-from holodeck.config.base import ShortForm, StrictModel, require_unique_names
-from holodeck.config.cases import DEFAULT_GROUND_TRUTH_THRESHOLD, TestCase, unique_case_names
+from holodeck.config.base import MaybeFloat, ShortForm, StrictModel, require_unique_names
+from holodeck.config.cases import TestCase, unique_case_names
 from holodeck.config.evaluations import EvaluationConfig
 from holodeck.config.llm import ModelConfig
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
@@ -72,16 +72,24 @@ class AgentConfig(StrictModel):
         ),
     )
     instructions: Instructions | None = None
+    response_format: dict[str, Any] | str | None = Field(
+        default=None,
+        description=(
+            "JSON schema the answer must fit (inline, or a .json file relative to agent.yaml): "
+            "requested from the model, and checked by holodeck test."
+        ),
+    )
     tools: list[AgentTool] = Field(default_factory=list)
     test_cases: list[TestCase] | None = None
     test_cases_file: str | None = Field(
         default=None, description="YAML file of more test cases, relative to agent.yaml."
     )
-    ground_truth_threshold: float = Field(
-        default=DEFAULT_GROUND_TRUTH_THRESHOLD,
+    ground_truth_threshold: MaybeFloat = Field(
+        default=None,
         ge=0.0,
         le=1.0,
-        description="Similarity a ground_truth needs, unless a test case sets its own.",
+        description="Check every ground_truth by similarity, at least this (a case's own "
+        "wins); without one, a ground_truth is only the reference its metrics read.",
     )
     evaluations: EvaluationConfig | None = Field(
         default=None, description="Metrics that judge every test case's answer, and the judge."

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
-from holodeck.config.base import StrictModel
+from holodeck.config.base import Float, MaybeFloat, StrictModel
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -68,7 +68,7 @@ class FunctionToolConfig(StrictModel):
     )
     # holodeck's own (the original gives a function no time limit): the MCP tools' key and
     # meaning, so that no call can hold up a chat or a test run.
-    request_timeout: float = Field(
+    request_timeout: Float = Field(
         default=DEFAULT_REQUEST_TIMEOUT, gt=0, description="Seconds one call may take."
     )
 
@@ -102,16 +102,16 @@ class McpToolConfig(StrictModel):
     encoding: str = "utf-8"
     url: str | None = None
     headers: dict[str, str] | None = None
-    timeout: float | None = Field(
+    timeout: MaybeFloat = Field(
         default=None, gt=0, description="Seconds to connect and list the tools (default 60)."
     )
-    sse_read_timeout: float | None = Field(default=None, gt=0)
+    sse_read_timeout: MaybeFloat = Field(default=None, gt=0)
     terminate_on_close: bool = True
     config: dict[str, Any] | None = Field(
         default=None, description="Given to a stdio server as JSON in its MCP_CONFIG variable."
     )
     load_tools: bool = Field(default=True, description="Offer the server's tools to the model.")
-    request_timeout: float = Field(
+    request_timeout: Float = Field(
         default=DEFAULT_REQUEST_TIMEOUT, gt=0, description="Seconds one call may take."
     )
     registry_name: str | None = Field(default=None, description="Where it came from (kept only).")

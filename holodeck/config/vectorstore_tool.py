@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from holodeck.config.base import StrictModel
+from holodeck.config.base import Int, MaybeFloat, StrictModel
 from holodeck.config.file_limits import FileLimits
 from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
 from holodeck.config.tool_configs import ToolName
@@ -25,16 +25,44 @@ OPENAI_EMBEDDING_MODELS = (
     "text-embedding-ada-002",
 )
 
-#: An index name prefixes every Redis key of the index, so it stays a plain word.
+#: An index name prefixes every Redis key of the index (and names PostgreSQL's tables), so
+#: it stays a plain word.
 _INDEX_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: PostgreSQL cuts identifiers at 63 bytes; the longest table name adds ``_chunks_vector``.
+POSTGRES_INDEX_NAME_MAX = 48
+#: The URL schemes each server provider takes.
+URL_SCHEMES = {
+    "redis": ("redis://", "rediss://"),
+    "postgres": ("postgresql://", "postgres://"),
+}
+
+
+#: ``${VAR}`` (with an optional ``:?message``): the only form a password may take in a file.
+_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::\?[^}$]*)?\}")
+
+
+def literal_password(url: str) -> bool:
+    """Whether a connection string as written in the file (before ``${VAR}`` substitution)
+    holds a password that is not one ``${VAR}``: in the user info or a ``password=``."""
+    rest = re.sub(r"^[A-Za-z][A-Za-z0-9+.\-]*:/*", "", url.strip())
+    found = []
+    if "@" in rest:
+        userinfo = rest.rsplit("@", 1)[0]
+        if ":" in userinfo:
+            found.append(userinfo.split(":", 1)[1])
+    found += re.findall(r"[?&]password=([^&#]*)", url, re.IGNORECASE)
+    return any(value and not _VARIABLE.fullmatch(value) for value in found)
 
 
 class DatabaseConfig(StrictModel):
     """Where a knowledge base is stored (the tool contract's ``DatabaseConfig``)."""
 
-    provider: Literal["redis"] = Field(description="Only Redis is supported.")
+    provider: Literal["redis", "postgres"] = Field(
+        description="redis (Redis 8 / Redis Stack) or postgres (PostgreSQL with pgvector)."
+    )
     connection_string: str = Field(
-        description="Redis URL, redis:// or rediss:// (TLS). Use ${VAR} for passwords."
+        description="redis:// or rediss:// (TLS); postgresql:// or postgres:// (sslmode and "
+        "libpq's other options as URL parameters). Use ${VAR} for passwords."
     )
     index_name: str = Field(default="holodeck_vectors", min_length=1)
     vector_algorithm: Literal["HNSW", "FLAT"] = "HNSW"
@@ -42,17 +70,27 @@ class DatabaseConfig(StrictModel):
 
     @field_validator("connection_string")
     @classmethod
-    def _redis_url(cls, value: str) -> str:
-        if not value.startswith(("redis://", "rediss://")):
-            raise ValueError("must be a Redis URL starting with redis:// or rediss://")
+    def _provider_url(cls, value: str, info: ValidationInfo) -> str:
+        """The URL's scheme is the provider's (a provider that failed is reported alone)."""
+        provider = info.data.get("provider")
+        schemes = URL_SCHEMES.get(provider or "", ())
+        if schemes and not value.startswith(schemes):
+            kind = "a Redis" if provider == "redis" else "a PostgreSQL"
+            raise ValueError(f"must be {kind} URL starting with {' or '.join(schemes)}")
         return value
 
     @field_validator("index_name")
     @classmethod
-    def _index_name(cls, value: str) -> str:
+    def _index_name(cls, value: str, info: ValidationInfo) -> str:
         if not _INDEX_NAME_RE.match(value):
             raise ValueError(
-                "may only hold letters, digits, '_', '.' and '-' (it prefixes the Redis keys)"
+                "may only hold letters, digits, '_', '.' and '-' (it prefixes the Redis keys "
+                "or names the PostgreSQL tables)"
+            )
+        if info.data.get("provider") == "postgres" and len(value) > POSTGRES_INDEX_NAME_MAX:
+            raise ValueError(
+                f"may be at most {POSTGRES_INDEX_NAME_MAX} characters for provider postgres "
+                "(it names tables, and PostgreSQL cuts names at 63 bytes)"
             )
         return value
 
@@ -86,10 +124,10 @@ class VectorStoreToolConfig(StrictModel):
         default=None, description="Defaults to the provider's default (local: all-MiniLM-L6-v2)."
     )
     database: DatabaseConfig | None = None
-    top_k: int = Field(default=5, ge=1, le=100)
-    min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    chunk_size: int = Field(default=512, ge=16, description="Tokens per chunk.")
-    chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by neighbours.")
+    top_k: Int = Field(default=5, ge=1, le=100)
+    min_similarity_score: MaybeFloat = Field(default=None, ge=0.0, le=1.0)
+    chunk_size: Int = Field(default=512, ge=16, description="Tokens per chunk.")
+    chunk_overlap: Int = Field(default=50, ge=0, description="Tokens shared by neighbours.")
     file_types: list[Annotated[str, AfterValidator(_file_type)]] | None = Field(
         default=None,
         min_length=1,

@@ -25,20 +25,21 @@ from typing import Literal
 from holodeck.agent.loop import ToolCallRecord
 from holodeck.config.cases import TestCase, Turn
 from holodeck.config.envsubst import environment_for
-from holodeck.config.evaluations import GEvalMetric, RagMetric, StandardMetric
+from holodeck.config.evaluations import CodeMetric, GEvalMetric, RagMetric, StandardMetric
 from holodeck.config.llm import ModelConfig
 from holodeck.config.loader import Project
-from holodeck.evaluations import score_text
+from holodeck.evaluations import code_grader, score_text
 from holodeck.evaluations.cache import JudgeCache
 from holodeck.evaluations.geval import StepsStore, score_geval
 from holodeck.evaluations.judge import Judge, JudgeError, Usage
 from holodeck.evaluations.rag import JudgedScore, RagInputs, score_rag
-from holodeck.evaluations.standard import MetricError, score_standard
+from holodeck.evaluations.standard import METRIC_MODULES, MetricError, score_standard
+from holodeck.extras import require
 from holodeck.redact import redact
 
 log = logging.getLogger("holodeck.evaluations")
 
-AnyMetric = StandardMetric | GEvalMetric | RagMetric
+AnyMetric = StandardMetric | GEvalMetric | RagMetric | CodeMetric
 MetricStatus = Literal["passed", "failed", "error", "skipped"]
 
 
@@ -47,7 +48,7 @@ class MetricResult:
     """How one metric judged one case."""
 
     name: str  # rouge, faithfulness, or the geval's name
-    type: str  # standard | geval | rag
+    type: str  # standard | geval | rag | code
     status: MetricStatus
     score: float | None
     threshold: float | None
@@ -89,7 +90,7 @@ def judge_model(project: Project, metric: AnyMetric) -> ModelConfig | None:
 
 def missing_input(metric: AnyMetric, case: Turn) -> str | None:
     """Why this case cannot be scored by the metric (None: it can)."""
-    if case.ground_truth:
+    if case.ground_truth or isinstance(metric, CodeMetric):  # a grader decides for itself
         return None
     if isinstance(metric, StandardMetric):
         return "the case has no ground_truth to compare the answer with"
@@ -109,11 +110,18 @@ def reads_answer(metric: AnyMetric) -> bool:
         return True
     if isinstance(metric, RagMetric):
         return metric.needs_answer
+    if isinstance(metric, CodeMetric):
+        return False  # given the answer when there is one, "" without
     return "actual_output" in metric.evaluation_params
 
 
 def metric_problem(project: Project, metric: AnyMetric) -> str | None:
-    """A configuration mistake that stops the metric from ever running (None: fine)."""
+    """A configuration mistake that stops the metric from ever running (None: fine).
+
+    A code metric's grader is imported here, so a wrong name is found before any work.
+    """
+    if isinstance(metric, CodeMetric):
+        return code_grader.resolve(metric, project.root)
     if metric.uses_judge and judge_model(project, metric) is None:
         return (
             f"{metric.type} metric {metric.label!r} needs a judge model: add evaluations.model: "
@@ -161,6 +169,9 @@ class Evaluator:
                 for metric in case_metrics(self.project, step):
                     if metric.uses_judge:
                         self.judge_for(metric)
+                    if isinstance(metric, StandardMetric) and metric.metric in METRIC_MODULES:
+                        module = METRIC_MODULES[metric.metric]
+                        require("metrics", module, feature=f"metric {metric.metric}")
 
     @property
     def judges(self) -> list[str]:
@@ -174,20 +185,35 @@ class Evaluator:
         self.cache.close()
 
     async def evaluate(
-        self, case: Turn, answer: str | None, calls: Sequence[ToolCallRecord], name: str = ""
+        self,
+        case: Turn,
+        answer: str | None,
+        calls: Sequence[ToolCallRecord],
+        name: str = "",
+        turn_index: int = 0,
     ) -> list[MetricResult]:
-        """Every metric of one of a case's ``steps`` (the case, or one turn of it, which
-        ``name`` names in warnings), concurrently; results in the metrics' order."""
+        """Every metric of one of a case's ``steps`` (the case, or its turn ``turn_index``,
+        0-based, which ``name`` names in warnings), concurrently; results in the metrics'
+        order."""
         metrics = case_metrics(self.project, case)
         if not metrics:
             return []
         passages = list(case.retrieval_context or retrieved_passages(calls))
+        context = _grader_context(case, answer, calls, passages, name, turn_index)
         return list(
-            await asyncio.gather(*(self._one(m, case, answer, passages, name) for m in metrics))
+            await asyncio.gather(
+                *(self._one(m, case, answer, passages, name, context) for m in metrics)
+            )
         )
 
     async def _one(
-        self, metric: AnyMetric, case: Turn, answer: str | None, passages: list[str], name: str
+        self,
+        metric: AnyMetric,
+        case: Turn,
+        answer: str | None,
+        passages: list[str],
+        name: str,
+        context: code_grader.GraderContext,
     ) -> MetricResult:
         threshold = metric.effective_threshold()
         judge = self.judge_for(metric) if metric.uses_judge else None
@@ -205,6 +231,8 @@ class Evaluator:
         if why_not:
             result.reason = why_not
             return result
+        if isinstance(metric, CodeMetric):
+            return await self._graded(metric, context, result, name)
         try:
             scored = await self._score(metric, judge, case, answer, passages)
         except (JudgeError, MetricError) as exc:
@@ -224,6 +252,33 @@ class Evaluator:
         result.status = "passed" if threshold is None or result.score >= threshold else "failed"
         return result
 
+    async def _graded(
+        self,
+        metric: CodeMetric,
+        context: code_grader.GraderContext,
+        result: MetricResult,
+        name: str,
+    ) -> MetricResult:
+        """A code metric: the grader's verdict, else its score against the threshold (0.5
+        without one, as in the original); a grader that fails is a failed metric."""
+        problem = code_grader.resolve(metric, self.project.root)  # library callers
+        try:
+            if problem:
+                raise code_grader.GraderFailed(problem)
+            score, passed, reason = await code_grader.grade(metric, context)
+        except code_grader.GraderFailed as exc:
+            result.reason = redact(str(exc))
+            if metric.fail_on_error:
+                result.status = "error"
+                return result
+            log.warning("Test case %s: metric %s failed: %s", name, metric.label, result.reason)
+            result.status, result.score = "failed", 0.0
+            return result
+        threshold = result.threshold if result.threshold is not None else 0.5
+        result.score, result.reason = score, redact(reason)
+        result.status = "passed" if (score >= threshold if passed is None else passed) else "failed"
+        return result
+
     async def _score(
         self,
         metric: AnyMetric,
@@ -239,6 +294,7 @@ class Evaluator:
         if isinstance(metric, RagMetric):
             inputs = RagInputs(case.input, answer, case.ground_truth, passages)
             return await score_rag(metric.metric_type, judge, inputs)
+        assert isinstance(metric, GEvalMetric)
         steps = await self.steps.steps_for(metric, judge)
         values = {
             "input": case.input,
@@ -247,6 +303,29 @@ class Evaluator:
             "retrieval_context": passages,
         }
         return await score_geval(metric, judge, steps, values)
+
+
+def _grader_context(
+    case: Turn,
+    answer: str | None,
+    calls: Sequence[ToolCallRecord],
+    passages: list[str],
+    name: str,
+    turn_index: int,
+) -> code_grader.GraderContext:
+    """What a code grader is given about one turn (the original's ``GraderContext``)."""
+    return code_grader.GraderContext(
+        turn_input=case.input,
+        agent_response=answer or "",
+        ground_truth=case.ground_truth,
+        tool_invocations=tuple(
+            code_grader.ToolInvocation(c.tool, dict(c.arguments), c.output) for c in calls
+        ),
+        retrieval_context=tuple(passages) if passages else None,
+        turn_index=turn_index,
+        test_case_name=name or None,
+        turn_config=case.model_dump(mode="json", exclude_none=True, exclude={"evaluations"}),
+    )
 
 
 def retrieved_passages(calls: Sequence[ToolCallRecord]) -> list[str]:

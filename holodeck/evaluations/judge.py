@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # imported when a judge is asked: runs without evaluations ne
     from openai.types.chat import ChatCompletion
 
 from holodeck.agent.anthropic import AnthropicChat, messages_request, read_message
+from holodeck.agent.structured import without_fence
 from holodeck.config.llm import ModelConfig
 from holodeck.evaluations.cache import JudgeCache, cache_key
-from holodeck.evaluations.standard import without_fence
 from holodeck.providers import (
     Connection,
     connection_for,

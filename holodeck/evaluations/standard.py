@@ -19,6 +19,7 @@ import string
 from collections import Counter
 from typing import Any
 
+from holodeck.agent.structured import without_fence
 from holodeck.config.evaluations import StandardMetric
 
 #: Characters ``accept_thousands_separators`` ignores: comma, underscore, (narrow) NBSP.
@@ -123,6 +124,10 @@ def f1_score(answer: str, expected: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+#: The standard metrics computed by an optional package (the extra holodeck[metrics]).
+METRIC_MODULES = {"rouge": "rouge_score", "bleu": "sacrebleu"}
+
+
 def rouge_l(answer: str, expected: str) -> float:
     """ROUGE-L F-measure, with rouge-score's own tokenizer (lower case, words and digits)."""
     from rouge_score import rouge_scorer  # imported when used: it loads NLTK's stemmer
@@ -151,13 +156,6 @@ def _normalized(text: str, metric: StandardMetric) -> str:
 def _squad_tokens(text: str) -> list[str]:
     text = text.lower().translate(_PUNCTUATION)
     return _ARTICLES.sub(" ", text).split()
-
-
-def without_fence(text: str) -> str:
-    """JSON without a Markdown code fence around it (how LLMs often send it)."""
-    stripped = text.strip()
-    match = re.fullmatch(r"```[A-Za-z]*\s*\n(.*)\n\s*```", stripped, re.DOTALL)
-    return match.group(1) if match else stripped
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -22,6 +22,10 @@ cuts (and what an edit re-embeds) do not depend on it. Most cuts fall between pa
 real documentation, so together these give the model fewer tokens than starting at the word
 exactly ``chunk_overlap`` tokens back (see benchmarks/README.md, 'Chunking').
 
+A chunk lies in one section: it ends before the first heading past its floor (below), so
+the section it is labelled with is the one its text sits under, never a later heading it
+runs into.
+
 No chunk is a sliver: each cut lies past the previous chunk's end and leaves the chunk (and,
 near the end of the text, what follows it) at least ``MIN_CHUNK_TOKENS``; a line or a table
 row wider than the budget is cut inside itself instead of at the last gap before it (which
@@ -36,6 +40,7 @@ from __future__ import annotations
 import re
 import zlib
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from holodeck.embeddings.base import TokenCounter
@@ -89,14 +94,19 @@ class Chunk:
 
 
 def chunk_text(
-    text: str, counter: TokenCounter, chunk_size: int, chunk_overlap: int
+    text: str,
+    counter: TokenCounter,
+    chunk_size: int,
+    chunk_overlap: int,
+    sections: Sequence[int] = (),
 ) -> list[Chunk]:
     """Chunks of ``text`` of at most ``chunk_size`` tokens (special tokens included).
 
     Successive chunks share up to ``chunk_overlap`` tokens: the next chunk starts after the
     best boundary (paragraph, sentence, line, word) at most that many tokens before the
     previous chunk's end, the earliest of the best; after a cut between paragraphs, at the
-    next paragraph.
+    next paragraph. ``sections``: the offsets where a section starts (its heading); a chunk
+    ends before the first of them past its floor, so it lies in one section.
     Raises ``ConfigError`` if the overlap leaves no room for new text.
     """
     budget = chunk_size - counter.special_tokens
@@ -110,7 +120,7 @@ def chunk_text(
             f"chunk_overlap {chunk_overlap} must be at least 0 and less than chunk_size "
             f"{chunk_size} minus {counter.special_tokens} special tokens"
         )
-    return _Chunker(text, counter, chunk_size, chunk_overlap).run()
+    return _Chunker(text, counter, chunk_size, chunk_overlap, sections).run()
 
 
 @dataclass
@@ -133,8 +143,16 @@ class _Window:
 class _Chunker:
     """State of one ``chunk_text`` call: the text, and the window tokenized around the cut."""
 
-    def __init__(self, text: str, counter: TokenCounter, chunk_size: int, overlap: int) -> None:
+    def __init__(
+        self,
+        text: str,
+        counter: TokenCounter,
+        chunk_size: int,
+        overlap: int,
+        sections: Sequence[int] = (),
+    ) -> None:
         self.text = text
+        self.sections = sorted(sections)
         self.counter = counter
         self.chunk_size = chunk_size
         self.budget = chunk_size - counter.special_tokens
@@ -261,6 +279,9 @@ class _Chunker:
         if own + self.floor < taken:
             enough = min(enough, w.tok_starts[own + self.floor])
         least = max(least, enough)
+        heading = self._section_gap(w, least, hi)
+        if heading is not None:  # a section starts within reach: the chunk ends before it
+            return w.gap_starts[heading], _PARAGRAPH
         first, last = self._gaps_between(w, max(lo, least), hi)
         if first == last:  # no gap in the second half: take any gap the floor allows
             first, last = self._gaps_between(w, least, hi)
@@ -276,6 +297,16 @@ class _Chunker:
         if hi > c0:
             return hi, _IN_WORD
         return w.tok_ends[s] if w.tok_ends[s] > c0 else c0 + 1, _IN_WORD
+
+    def _section_gap(self, w: _Window, lo: int, hi: int) -> int | None:
+        """The first gap starting in ``[lo, hi]`` that ends where a section starts."""
+        for offset in self.sections[bisect_right(self.sections, lo) :]:
+            i = bisect_left(w.gap_ends, offset)  # the gap ending at or after the heading
+            if i >= len(w.gap_ends) or w.gap_starts[i] > hi:
+                return None
+            if w.gap_starts[i] >= lo and w.gap_starts[i] < offset <= w.gap_ends[i]:
+                return i
+        return None
 
     def _gaps_between(self, w: _Window, lo: int, hi: int) -> tuple[int, int]:
         """Index range of the window's gaps starting in ``[lo, hi]``."""

@@ -5,9 +5,10 @@ is extracted page by page with pypdfium2 (markitdown's PDF path glued words toge
 turned prose into fake tables and took far more CPU: see benchmarks/README.md, 'PDF
 text'); CSV becomes a markdown table, one line
 per record, so chunks can name their rows; JSON is pretty-printed as a fenced block so
-keys and values stay searchable; .docx, .pptx, .xlsx and .html go through markitdown's
-converters. markitdown and pypdfium2 are imported lazily: importing them is slow, and a
-run with nothing new to convert must not pay for it.
+keys and values stay searchable; .docx, .pptx and .xlsx go through markitdown's
+converters (a .docx's paragraphs are counted, to name a chunk's place); an HTML page's
+content (``html_page``) through trafilatura. markitdown and pypdfium2 are imported lazily:
+importing them is slow, and a run with nothing new to convert must not pay for it.
 
 Every file is read from one descriptor whose real path is checked, after opening, to lie
 inside the source folder: a file swapped for a symlink to ``/etc/passwd`` between discovery
@@ -34,7 +35,7 @@ import sys
 import threading
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 import chardet
@@ -42,6 +43,7 @@ import chardet
 from holodeck.config.file_limits import MB, TEXT_FILE_TYPES, ZIP_FILE_TYPES, FileLimits
 from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages, unescape_markdown
 from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, path_text, within
+from holodeck.ingest.html_page import page_content, title_key
 from holodeck.ingest.locations import Anchors
 from holodeck.ingest.sections import (
     Heading,
@@ -200,7 +202,8 @@ def _check_zip(stream: IO[bytes], limits: FileLimits) -> None:
     Only the directory is read: each entry's sizes, as the archive states them. Those bound
     what the converters can inflate, since they all unzip with ``zipfile``, which stops at
     an entry's stated size. Checked in turn: the number of entries, each part's ratio
-    (unzipped to zipped size), and their total unzipped size.
+    (unzipped to zipped size), the ratio of all parts together (many small parts), and their
+    total unzipped size.
     """
     try:
         with zipfile.ZipFile(stream) as archive:
@@ -225,6 +228,14 @@ def _check_zip(stream: IO[bytes], limits: FileLimits) -> None:
                 "max_zip_ratio",
             )
     total = sum(entry.file_size for entry in entries)
+    packed = max(sum(entry.compress_size for entry in entries), 1)
+    if total > _RATIO_CHECKED_FROM and total > limits.max_zip_ratio * packed:
+        # Many parts each under the floor above add up to a bomb too (90 parts of 0.99 MB).
+        raise OverLimit(
+            f"its {len(entries):,} parts unzip to {_mb(total)}, {total / packed:,.0f} times "
+            f"their zipped size (limit {limits.max_zip_ratio:g}: a zip bomb?)",
+            "max_zip_ratio",
+        )
     if total > limits.max_unzipped_mb * MB:
         raise OverLimit(
             f"unzips to {_mb(total)} (limit {limits.max_unzipped_mb:g} MB)", "max_unzipped_mb"
@@ -291,8 +302,8 @@ def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_L
         marks = ((m.start(), m.group(1).strip()) for m in _SHEET_HEADING.finditer(markdown))
         return _with_headings(Converted(markdown, Anchors.at("sheet", marks)))
     if suffix == ".docx":
-        markdown = unescape_markdown(_markitdown_convert(data, suffix))
-        return _with_headings(Converted(clean_markdown(markdown)))
+        text = clean_markdown(unescape_markdown(_markitdown_convert(data, suffix)))
+        return _with_headings(Converted(text, Anchors.paragraphs(text)))
     raise ConversionError(f"conversion failed: unsupported file type {suffix or '(none)'}")
 
 
@@ -303,22 +314,51 @@ def _with_headings(converted: Converted) -> Converted:
 
 
 def _html_text(html: str, suffix: str) -> Converted:
-    """The page's main text and headings (navigation, sidebars, footers and scripts left
-    out); the whole page through markitdown when no main text is found, or only a few
-    words of it (trafilatura reads a tiny page by a fallback that loses its headings)."""
+    """The page's main text (``html_page``: its navigation, header, footer and sidebars
+    out), its headings with their anchors, its paragraphs counted.
+
+    trafilatura reads the content first; markitdown converts the same content instead when
+    trafilatura finds only a few words of it, or flattens its code examples (a short page
+    goes through a fallback that joins the lines of a ``<pre>``).
+    """
+    page = page_content(html)
     try:
-        markdown = html_main_text(html)
+        markdown = html_main_text(page.html)
     except ImportError:
         raise  # a broken install is a fault to show, never a reason to index the site's chrome
     except Exception as exc:  # a parser failing on one page: its whole text is still worth having
         log.debug("main-text extraction failed (%s); converting the whole page", exc)
         markdown = None
-    if markdown is None or len(markdown.split()) < _MIN_MAIN_WORDS:
-        # Decoded by the same UTF-8-then-chardet rule as text, handed over as UTF-8.
-        whole = _markitdown_convert(html.encode("utf-8"), suffix, charset="utf-8")
+    if (
+        markdown is None
+        or len(markdown.split()) < _MIN_MAIN_WORDS
+        or (page.has_code and "```" not in markdown)
+    ):
+        # Handed over as UTF-8 (the page was decoded by the same rule as text).
+        whole = _markitdown_convert(page.html.encode("utf-8"), suffix, charset="utf-8")
         markdown = unescape_markdown(whole)  # identifiers whole here too (a\_tuple -> a_tuple)
     text = clean_markdown(markdown)
-    return Converted(text, None, tuple(markdown_headings(text)))
+    headings = _with_anchors(markdown_headings(text), page.headings)
+    return Converted(text, Anchors.paragraphs(text), headings)
+
+
+def _with_anchors(
+    headings: list[Heading], page: tuple[tuple[str, str], ...]
+) -> tuple[Heading, ...]:
+    """Each converted heading with the anchor of the page's heading of the same title,
+    matched in page order (a heading the extractor left out is skipped over)."""
+    out = []
+    at = 0
+    for h in headings:
+        key = title_key(h.title)
+        match = next((i for i in range(at, len(page)) if page[i][0] == key), None)
+        if match is None:
+            out.append(h)
+            continue
+        at = match + 1
+        anchor = page[match][1]
+        out.append(replace(h, anchor=f"#{anchor}" if anchor else ""))
+    return tuple(out)
 
 
 def decode_text(data: bytes) -> str:

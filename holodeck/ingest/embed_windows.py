@@ -109,8 +109,9 @@ class WindowedIngest:
     """The files an ingest pass planned to ingest: filled into windows as the worker
     prepares them, each window embedded and then stored.
 
-    ``fail(rel_path, reason)`` is the pass's: a file that cannot be ingested is warned
-    about and counted, and the others go on.
+    ``fail(rel_path, reason, over_limit=(mtime, size, digest))`` is the pass's: a file that
+    cannot be ingested is warned about and counted (one past a limit remembered, so it is not
+    converted again while it stays as it is), and the others go on.
     """
 
     def __init__(
@@ -121,7 +122,7 @@ class WindowedIngest:
         summary: IngestSummary,
         progress: Progress,
         force: bool,
-        fail: Callable[[str, str], None],
+        fail: Callable[..., None],
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -191,7 +192,8 @@ class WindowedIngest:
                 raise _Failed(item.failure)
             doc = self._document(item, digest, is_new)
         except (_Failed, ValidationError) as exc:  # ValidationError: an id it cannot store
-            self._fail(f.rel_path, str(exc))
+            measured = (f.mtime, f.size, digest) if item.over_limit else None
+            self._fail(f.rel_path, str(exc), over_limit=measured)
             if not is_new:  # its old text is stale: it goes too
                 self.store.remove_document(self.t.tenant_id, self.t.library_id, f.rel_path)
             self.estimate.skipped(f)

@@ -12,6 +12,7 @@ from pathlib import Path
 from holodeck.config.file_limits import FileLimits
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.ingest.discover import SourceFile, discover
+from holodeck.ingest.skips import remembered_over_limit
 from holodeck.ownership import filled_elsewhere
 from holodeck.vectorstore.records import DocState
 from holodeck.vectorstore.store import VectorStore
@@ -53,7 +54,8 @@ class LibraryTarget:
 def is_current(store: VectorStore, model_id: str, target: LibraryTarget) -> bool:
     """Whether the library already holds its source as it is now, checked without a lock,
     a write or a read of any file: one ``stat`` per file, every size and mtime as stored,
-    no file vanished or new, the index made with ``model_id`` and filled from this source.
+    no file vanished or new, the index made with ``model_id`` and filled from this source
+    (a file skipped for a limit, remembered as such, counts as current while it is as it was).
     A reader (search, chat, test) that finds it so has nothing to ingest; otherwise
     ``ingest_library`` decides."""
     info = store.describe_index()
@@ -64,7 +66,13 @@ def is_current(store: VectorStore, model_id: str, target: LibraryTarget) -> bool
     ):
         return False  # filled from another folder: the ingest moves it (or refuses)
     files = discover(target.source, target.file_types, target.exclude).stats()
-    return files == store.doc_stats(target.tenant_id, target.library_id)
+    stored = store.doc_stats(target.tenant_id, target.library_id)
+    if files == stored:
+        return True
+    over_limit = remembered_over_limit(
+        target.project_root, target.tenant_id, target.library_id, target.limits.model_dump()
+    )
+    return bool(over_limit) and files == {**over_limit, **stored}
 
 
 def unchanged(state: DocState, f: SourceFile) -> bool:

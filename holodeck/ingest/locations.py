@@ -8,6 +8,7 @@ by one (a big log has millions): they are counted as newlines, walking the spans
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,6 +17,10 @@ from holodeck.vectorstore.records import range_name
 
 #: Units counted as newlines of the converted text rather than listed as anchors.
 _LINE_UNITS = ("line", "row")
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
+_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,39 @@ class Anchors:
         """Units starting at the given ``(offset, label)`` marks, in text order."""
         pairs = list(marks)
         return cls(unit=unit, starts=tuple(p[0] for p in pairs), labels=tuple(p[1] for p in pairs))
+
+    @classmethod
+    def paragraphs(cls, markdown: str) -> Anchors:
+        """The paragraphs of a converted document (.docx, HTML), counted from 1 as a reader
+        counts them down the page: each heading, paragraph, list item, table and code
+        block is one."""
+        return cls.at("paragraph", ((o, str(n)) for n, o in enumerate(_blocks(markdown), 1)))
+
+
+def _blocks(markdown: str) -> list[int]:
+    """Where each paragraph of Markdown starts (see ``Anchors.paragraphs``)."""
+    starts: list[int] = []
+    fence = ""
+    inside = False  # within a paragraph, table or list item already counted
+    offset = 0
+    for line in markdown.splitlines(keepends=True):
+        at, offset = offset, offset + len(line)
+        text = line.rstrip("\r\n")
+        if fence:
+            close = _FENCE.match(text)
+            if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if not text.strip():
+            inside = False
+            continue
+        opening = _FENCE.match(text)
+        heading = _ATX.match(text)
+        if opening or heading or not inside or _LIST_ITEM.match(text):
+            starts.append(at + len(text) - len(text.lstrip()))
+        fence = opening.group(1) if opening else ""
+        inside = not (opening or heading)  # the line after a code block or heading: a new one
+    return starts
 
 
 def locate(text: str, anchors: Anchors | None, spans: Iterable[tuple[int, int]]) -> list[str]:

@@ -20,6 +20,7 @@ from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import setting_for
 from holodeck.envvars import LOCK_TIMEOUT
 from holodeck.errors import ConfigError, ValidationError
+from holodeck.extras import require_for_types
 from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ingest.embed_windows import WindowedIngest, _display_path
 from holodeck.ingest.library import LibraryTarget, unchanged
@@ -37,7 +38,7 @@ log = logging.getLogger("holodeck.ingest")
 #: is chunked again by the next ingest, even when its file did not change, and its chunks
 #: whose text is unchanged keep their vectors: an upgrade brings an index to the new rules
 #: without re-embedding what they left alone. Raise it whenever those rules change.
-CHUNKING_VERSION = 3
+CHUNKING_VERSION = 4
 _VERSION_TAG = f"+chunks{CHUNKING_VERSION}"
 
 
@@ -59,7 +60,13 @@ def ingest_library(
     progress = progress or Progress()
     summary = IngestSummary(tool=target.library_id, backend=store.adapter.backend)
     found = discover(target.source, target.file_types, target.exclude)
-    skips = SkipReport(target.project_root, target.tenant_id, target.library_id, target.source)
+    skips = SkipReport(
+        target.project_root,
+        target.tenant_id,
+        target.library_id,
+        target.source,
+        target.limits.model_dump(),
+    )
     for s in found.skipped:
         skips.skip(s.rel_path, s.reason)
     summary.skipped = len(found.skipped)
@@ -69,6 +76,10 @@ def ingest_library(
             f"{target.source}: no supported files to ingest "
             f"(file types of this tool: {' '.join(target.file_types)})"
         )
+    require_for_types(
+        {PurePosixPath(f.rel_path).suffix.lower() for f in found.files},
+        f"tool {target.library_id}",
+    )
     # Seconds to wait for another ingest of the library; readers do not wait (but a bad
     # HOLODECK_LOCK_TIMEOUT is said by every command that ingests, never ignored).
     timeout = LOCK_TIMEOUT.read()
@@ -91,7 +102,10 @@ def ingest_library(
         if moved is not None:  # every document follows now: the record may say so
             record_owner(store.adapter, target.tenant_id, target.library_id, owner)
     skips.finish()
-    summary.skipped_files = [{"path": path, "reason": why} for path, why in skips.entries]
+    summary.skipped_files = [
+        {"path": path, "reason": why, "as_before": path in skips.as_before}
+        for path, why in skips.entries
+    ]
     summary.chunks_total = store.count(target.tenant_id, target.library_id)
     summary.seconds = time.perf_counter() - started
     return summary
@@ -231,6 +245,8 @@ class _Run:
                 if not (self.relocate and self._move(f.rel_path, f, state.content_hash)):
                     self.summary.unchanged += 1
                 continue
+            if state is None and self._over_limit_as_before(f, ""):
+                continue
             try:
                 digest = _file_hash(f.path)
             except OSError as exc:
@@ -246,6 +262,8 @@ class _Run:
                         t.library_id,
                         DocState(f.rel_path, f.mtime, f.size, digest, state.chunk_count),
                     )
+                continue
+            if state is None and self._over_limit_as_before(f, digest):
                 continue
             old = movable.pop((digest, PurePosixPath(f.rel_path).suffix.lower()), None)
             if state is None and old is not None and self._move(old, f, digest):
@@ -298,8 +316,23 @@ class _Run:
         self.summary.moved += 1
         return True
 
-    def _fail(self, rel_path: str, reason: str) -> None:
-        """A file that cannot be ingested: warn, count it, and go on with the others."""
+    def _over_limit_as_before(self, f: SourceFile, digest: str) -> bool:
+        """Skip, unconverted, a file that was past a limit last time and has not changed
+        since (by size and mtime, or by ``digest`` once hashed); not under ``--force``."""
+        if self.force:
+            return False
+        reason = self.skips.over_limit_as_before(f.rel_path, f.mtime, f.size, digest, _VERSION_TAG)
+        if reason:
+            self._fail(f.rel_path, reason)
+        return bool(reason)
+
+    def _fail(
+        self, rel_path: str, reason: str, over_limit: tuple[float, int, str] | None = None
+    ) -> None:
+        """A file that cannot be ingested: warn, count it, and go on with the others; one
+        past a limit (``over_limit``: its mtime, size and hash) is remembered as such."""
+        if over_limit is not None:
+            self.skips.remember_over_limit(rel_path, reason, *over_limit)
         self.skips.skip(rel_path, reason)
         self.summary.failed += 1
 

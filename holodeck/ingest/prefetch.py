@@ -26,7 +26,7 @@ from holodeck.ingest.convert import ConversionError, OverLimit, convert
 from holodeck.ingest.discover import REASON_EMPTY, SourceFile
 from holodeck.ingest.frontmatter import language_of, split_front_matter, tags_of
 from holodeck.ingest.locations import locate
-from holodeck.ingest.sections import section_paths
+from holodeck.ingest.sections import section_anchors, section_paths
 
 log = logging.getLogger("holodeck.ingest")
 
@@ -42,6 +42,8 @@ class Prepared:
     tags: list[str] = field(default_factory=list)
     language: str | None = None
     failure: str | None = None
+    #: The failure is a limit passed (the same file under the same limits fails again).
+    over_limit: bool = False
 
 
 def prepare(
@@ -66,13 +68,19 @@ def prepare(
             meta, body = split_front_matter(text, name=file.rel_path)
             tags, language = tags_of(meta), language_of(meta)
             body_start = len(text) - len(body)  # chunks of the body, lines of the file
-        chunks = chunk_text(text[body_start:], counter, chunk_size, overlap)
-        spans = [(c.start + body_start, c.end + body_start) for c in chunks]
-        locations = locate(text, converted.anchors, spans)
         headings = [h for h in converted.headings if h.offset >= body_start]
+        starts = [h.offset - body_start for h in headings]  # a chunk lies in one section
+        chunks = chunk_text(text[body_start:], counter, chunk_size, overlap, starts)
+        spans = [(c.start + body_start, c.end + body_start) for c in chunks]
         sections = section_paths(headings, spans)
+        # A page's heading anchor (``#bleeding-air``) opens in a browser: it names the
+        # place where the page has one, its paragraph number where it has none.
+        anchored = section_anchors(headings, spans)
+        counted = locate(text, converted.anchors, spans)
+        locations = [a or c for a, c in zip(anchored, counted, strict=True)]
     except OverLimit as exc:
-        return Prepared(file, failure=f"{exc.reason} {owner}" if owner else exc.reason)
+        reason = f"{exc.reason} {owner}" if owner else exc.reason
+        return Prepared(file, failure=reason, over_limit=True)
     except ConversionError as exc:
         return Prepared(file, failure=exc.reason)
     except Exception as exc:  # one bad file never stops an ingest, whatever went wrong

@@ -3,9 +3,10 @@
 A converter's text is read for its headings (Markdown ``#`` and underlined titles; in plain
 text the underlined titles of reStructuredText and AsciiDoc, and AsciiDoc's ``term::`` items,
 which head the entries of a man page's OPTIONS and EXAMPLES), or handed them (a PDF's
-outline). Each chunk then gets the path of the section holding most of its text. Formats
-without lines (HTML, .docx) get their place from it: a chunk of ``dgram.html`` says
-``UDP/datagram sockets › dgram.createSocket(options[, callback])``.
+outline). Each chunk then gets the path of the section holding most of its text: a chunk
+of ``dgram.html`` says ``UDP/datagram sockets › dgram.createSocket(options[, callback])``,
+and where the page's heading has an id, its anchor (``section_anchors``) is the chunk's
+location.
 """
 
 from __future__ import annotations
@@ -36,17 +37,29 @@ _DIRECTIVE = re.compile(
     r"^([ \t]*)\.\. (?:py:)?(?:function|method|class|attribute|exception|decorator|data|"
     r"classmethod|staticmethod|describe|option|cmdoption|envvar)::[ \t]+(\S.*?)[ \t]*$"
 )
+# What AsciiDoc writes on a line of its own that is no title: an admonition paragraph
+# ("NOTE: ..."), a block's attributes ("[NOTE]", "[source,c]") or title (".Example"), above
+# the "====" or "----" that opens its block (which reads as an underline).
+_ADMONITION = re.compile(r"^(?:NOTE|TIP|WARNING|IMPORTANT|CAUTION):(?:\s|$)")
+_BLOCK_LINE = re.compile(r"^(?:\[[^\]]*\]|\.[^\s.].*)$")
+#: A labelled list heads sections (each entry is one: a man page's EXAMPLES) when at least
+#: half its entries are long: this many characters, or more than one block ("+" joins a
+#: block to an entry). A list of short entries (a list of commands, one line each) is a list:
+#: its text sits under the title above it.
+LONG_ENTRY_CHARS = 200
 _TRAILING_MARKS = re.compile(r"[ \t]*[#¶][ \t]*$")
 _MARKUP = re.compile(r":[\w-]+:(?=`)|`+|\*\*|\\(?=[^\w\s])")
 
 
 @dataclass(frozen=True)
 class Heading:
-    """A heading at character ``offset`` of the text, of ``level`` (1 is the top)."""
+    """A heading at character ``offset`` of the text, of ``level`` (1 is the top), and the
+    anchor a browser opens it by (``#bleeding-air``; ``""`` when it has none)."""
 
     offset: int
     level: int
     title: str
+    anchor: str = ""
 
 
 def markdown_headings(text: str) -> list[Heading]:
@@ -94,6 +107,7 @@ def text_headings(text: str) -> list[Heading]:
     plain = [line.rstrip("\r\n") for line in lines]
     order: list[str] = []
     found: list[Heading] = []
+    terms: list[tuple[Heading, int]] = []  # each with its list: the titles found before it
     depth = 0  # level of the last title, for the terms under it
     in_term = False
     i = 0
@@ -107,6 +121,8 @@ def text_headings(text: str) -> list[Heading]:
             and under
             and not line[:1].isspace()
             and not _UNDERLINE.match(line)
+            and not _BLOCK_LINE.match(title)
+            and not _ADMONITION.match(title)
             and abs(len(nxt.rstrip()) - len(title)) <= 2
         ):
             above = plain[i - 1].rstrip() if i > 0 else ""
@@ -130,21 +146,63 @@ def text_headings(text: str) -> list[Heading]:
             depth = len(adoc.group(1))
             found.append(Heading(starts[i], depth, adoc.group(2)))
             in_term = False
-        elif (term := _TERM.match(line)) and nxt.strip() and not line.startswith(".. "):
+        elif (
+            (term := _TERM.match(line))
+            and nxt.strip()
+            and not line.startswith(".. ")
+            and not _ADMONITION.match(line)
+            and not _continues_paragraph(plain[i - 1] if i else "")
+        ):
             name = term.group(1).strip()
-            if in_term and found and found[-1].offset == starts[i - 1]:
-                last = found.pop()  # "-a::" then "--all::": one entry, two names
+            if in_term and terms and terms[-1][0].offset == starts[i - 1]:
+                last, _ = terms.pop()  # "-a::" then "--all::": one entry, two names
                 name = f"{last.title}, {name}"
-                found.append(Heading(last.offset, last.level, name))
+                terms.append((Heading(last.offset, last.level, name), len(found)))
             else:
-                found.append(Heading(starts[i], depth + 1, name))
+                terms.append((Heading(starts[i], depth + 1, name), len(found)))
             in_term = True
             i += 1
             continue
         elif line.strip():
             in_term = False
         i += 1
-    return _clean(found)
+    return _clean(found + _sectional_terms(text, found, terms))
+
+
+def _continues_paragraph(previous: str) -> bool:
+    """A line after ``previous`` is inside its paragraph (so no list term): ``previous`` is
+    prose at the margin, not a blank line, an entry's indented text, a term or an underline."""
+    return bool(
+        previous.strip()
+        and not previous[:1].isspace()
+        and not _TERM.match(previous)
+        and not _UNDERLINE.match(previous)
+    )
+
+
+def _sectional_terms(
+    text: str, titles: list[Heading], terms: list[tuple[Heading, int]]
+) -> list[Heading]:
+    """The terms of the labelled lists whose entries are sections (``LONG_ENTRY_CHARS``).
+
+    An entry runs to the next term or title; ``terms`` pairs each term with its list (the
+    number of titles before it: the terms between two titles are one list).
+    """
+    bounds = sorted({h.offset for h in titles} | {t.offset for t, _ in terms} | {len(text)})
+    lists: dict[int, list[Heading]] = {}
+    for term, number in terms:
+        lists.setdefault(number, []).append(term)
+    kept: list[Heading] = []
+    for entries in lists.values():
+        long = 0
+        for entry in entries:
+            end = bounds[bisect_right(bounds, entry.offset)]
+            body = text[entry.offset : end]
+            blocks = sum(1 for line in body.splitlines() if line.strip() == "+")
+            long += len(body.strip()) >= LONG_ENTRY_CHARS or blocks > 0
+        if 2 * long >= len(entries):
+            kept.extend(entries)
+    return kept
 
 
 def outline_headings(items: Iterable[tuple[int, int, str]]) -> list[Heading]:
@@ -161,7 +219,7 @@ def _clean(found: list[Heading]) -> list[Heading]:
         if len(title) > MAX_TITLE:
             title = title[: MAX_TITLE - 1].rstrip() + "…"
         if title:
-            cleaned.append(Heading(h.offset, max(1, h.level), title))
+            cleaned.append(Heading(h.offset, max(1, h.level), title, h.anchor))
     cleaned.sort(key=lambda h: h.offset)
     return cleaned
 
@@ -172,12 +230,24 @@ def section_paths(headings: Sequence[Heading], spans: Iterable[tuple[int, int]])
     A path lists the headings above that section, outermost first (the deepest
     ``MAX_DEPTH``), joined by ``SEPARATOR``; ``""`` for text before the first heading.
     """
+    paths = _paths(headings)
+    return [paths[i] if i >= 0 else "" for i in _sections_of(headings, spans)]
+
+
+def section_anchors(headings: Sequence[Heading], spans: Iterable[tuple[int, int]]) -> list[str]:
+    """The anchor of each span's section (the one ``section_paths`` names); ``""`` where its
+    heading has none (a heading above it would open the page elsewhere than the text)."""
+    return [headings[i].anchor if i >= 0 else "" for i in _sections_of(headings, spans)]
+
+
+def _sections_of(headings: Sequence[Heading], spans: Iterable[tuple[int, int]]) -> list[int]:
+    """The index of the heading of the section holding most of each span (-1: before the
+    first heading)."""
     spans = list(spans)
     if not headings:
-        return ["" for _ in spans]
+        return [-1 for _ in spans]
     offsets = [h.offset for h in headings]
-    paths = _paths(headings)
-    names = []
+    found = []
     for start, end in spans:
         first = bisect_right(offsets, start) - 1  # the section the span starts in
         last = bisect_right(offsets, max(start, end - 1)) - 1
@@ -187,8 +257,8 @@ def section_paths(headings: Sequence[Heading], spans: Iterable[tuple[int, int]])
             hi = min(end, offsets[i + 1] if i + 1 < len(offsets) else end)
             if hi - lo > best_len:
                 best, best_len = i, hi - lo
-        names.append(paths[best] if best >= 0 else "")
-    return names
+        found.append(best)
+    return found
 
 
 def _paths(headings: Sequence[Heading]) -> list[str]:

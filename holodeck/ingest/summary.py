@@ -29,7 +29,8 @@ class IngestSummary:
     chunks_total: int = 0
     seconds: float = 0.0
     rebuilt: bool = False
-    skipped_files: list[dict[str, str]] = field(default_factory=list)
+    #: Each skipped file: ``path``, ``reason``, ``as_before`` (past a limit, not converted again).
+    skipped_files: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values for JSON output."""

@@ -90,7 +90,14 @@ class Passage:
 
     @property
     def location(self) -> str:
-        """The chunks' locations as one range where they are of one kind (``lines 3-40``)."""
+        """Where the best chunk sits (``page 3``): where the answer is, however far the
+        merged neighbours reach (a three-page passage answered from page 3 says page 3)."""
+        return self.best.record.location
+
+    @property
+    def span(self) -> str:
+        """Where the whole passage's text comes from, as one range where its chunks'
+        locations are of one kind (``pages 1-3``)."""
         return merge_locations([c.record.location for c in self.chunks])
 
     def add(self, chunk: Scored) -> None:

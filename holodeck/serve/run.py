@@ -117,7 +117,7 @@ def serve(
     watcher.start()
     try:
         if sock is not None:
-            announce(f"Serving {names} over MCP at {url}")
+            announce(f"Serving {names} over MCP at {url} (Ctrl-C stops)")
             if warning:
                 warn(warning)
             anyio.run(_serve_http, server, sock, token)

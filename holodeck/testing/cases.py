@@ -19,7 +19,7 @@ from pydantic import field_validator
 from holodeck.config.base import StrictModel, require_unique_names
 from holodeck.config.cases import TestCase, Turn, unique_case_names
 from holodeck.config.compat import adapt_case_file
-from holodeck.config.config_file import _read_yaml, _substitute, _validate
+from holodeck.config.config_file import _read_yaml, _substitute_and_validate
 from holodeck.config.envsubst import environment_for
 from holodeck.config.files import file_label
 from holodeck.config.loader import Project
@@ -137,8 +137,9 @@ def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
     adapted = adapt_case_file(data, node, label)
     for line in adapted.warnings:
         log.warning("%s", line)
-    data = _substitute(adapted.data, environment_for(root), node, label)
-    parsed: TestCaseFile = _validate(TestCaseFile, data, node, label)
+    env = environment_for(root)
+    parsed: TestCaseFile
+    parsed, _ = _substitute_and_validate(TestCaseFile, adapted.data, env, node, label)
     return [
         (case, _Origin(label, node, ("test_cases", i))) for i, case in enumerate(parsed.test_cases)
     ]
@@ -153,12 +154,13 @@ def _check_step(case: TestCase, step: Turn, origin: _Origin, project: Project) -
     """
     names = [tool.name for tool in project.tools]
     llm = project.agent.model is not None
-    if not llm and not step.has_checks and project.agent.evaluations is None:
+    gauged = step.ground_truth and project.agent.ground_truth_threshold is not None
+    if not llm and not (step.has_checks or gauged) and project.agent.evaluations is None:
         raise ConfigError(
             f"{origin.label}:{origin.line()}: {origin.where()}: case {case.name!r} checks "
-            "nothing: without a model: it needs at least one of ground_truth, "
-            "expected_tools, expected_sources, expected_content, evaluations (or "
-            "evaluations: in agent.yaml)"
+            "nothing: without a model: it needs at least one of expected_tools, "
+            "expected_sources, expected_content, evaluations (or evaluations: in "
+            "agent.yaml), ground_truth with a ground_truth_threshold"
         )
     functions = {t.name: t for t in project.agent.tools_of(FunctionToolConfig)}
     servers = [t.name for t in project.agent.tools_of(McpToolConfig)]

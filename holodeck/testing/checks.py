@@ -9,6 +9,8 @@ ground_truth check needs a model, and it gets the tool's embedder handed in.
   result's path relative to the project root or to the tool's source.
 - ``expected_content``: every substring is in the text checked (case and runs of
   whitespace ignored): the retrieved chunks, or the answer when an LLM answers.
+- ``response_format``: an LLM's answer is JSON that fits the agent's schema (the path of
+  the first bad field when not; ``holodeck.agent.structured``).
 - ``ground_truth``: cosine similarity of the embedded ground truth and the answer (LLM), or
   the best similarity with any passage (sentence, list item, table row) of the retrieved
   chunks (retrieval-only), at least the threshold.
@@ -34,7 +36,8 @@ SHOWN_SOURCES = 5
 class Check:
     """The outcome of one kind of check on one case."""
 
-    kind: str  # expected_tools | expected_sources | expected_content | ground_truth
+    kind: str  # expected_tools | expected_sources | expected_content | ground_truth |
+    # response_format
     passed: bool
     detail: str
     score: float | None = None

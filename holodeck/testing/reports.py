@@ -26,6 +26,8 @@ from holodeck.testing.report_markdown import markdown
 ReportFormat = Literal["json", "markdown"]
 FORMATS: dict[str, ReportFormat] = {"json": "json", "markdown": "markdown", "md": "markdown"}
 _EXTENSIONS: dict[str, ReportFormat] = {".json": "json", ".md": "markdown", ".markdown": "markdown"}
+#: The run's verdict by its exit code.
+_VERDICTS = {0: "passed", 1: "failed", 3: "error", 130: "interrupted"}
 #: Characters of a chunk shown in reports: enough to recognise it, not the whole document.
 PREVIEW_CHARS = 200
 
@@ -54,6 +56,7 @@ def suite_dict(suite: SuiteResult) -> dict[str, Any]:
         "model": suite.model,
         "started_at": suite.started_at.isoformat(timespec="seconds"),
         "seconds": round(suite.seconds, 3),
+        "verdict": _VERDICTS[suite.exit_code],
         "summary": {
             "total": len(suite.results),
             "passed": suite.passed,

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from holodeck.agent.loop import Agent, ToolCallRecord
+from holodeck.agent.structured import violation
 from holodeck.config.cases import TestCase, Turn
 from holodeck.config.loader import Project
 from holodeck.embeddings.base import Embedder
@@ -243,7 +244,7 @@ class TestRunner:
                 await self._converse(case, agent, step, turn)
             await asyncio.to_thread(self._check, step, turn)
             turn.metrics = await self.evaluator.evaluate(
-                step, turn.answer, turn.tool_calls, case.name
+                step, turn.answer, turn.tool_calls, case.name, turn.index - 1
             )
         except Exception as exc:
             log.debug("test case %r errored", case.name, exc_info=True)  # -v: the traceback
@@ -327,10 +328,15 @@ class TestRunner:
             else:
                 text = "\n\n".join(chunks)
                 checks.append(check_content(step.expected_content, text, "the retrieved chunks"))
-        if step.ground_truth:
-            threshold = step.ground_truth_threshold
-            if threshold is None:
-                threshold = self.project.agent.ground_truth_threshold
+        schema = self.project.response_schema
+        if llm and schema is not None:
+            problem = violation(turn.answer or "", schema)
+            detail = f"the answer does not fit the schema: {problem}" if problem else "fits"
+            checks.append(Check("response_format", problem is None, detail))
+        threshold = step.ground_truth_threshold
+        if threshold is None:
+            threshold = self.project.agent.ground_truth_threshold
+        if step.ground_truth and threshold is not None:  # else: only the metrics' reference
             embedder = self._ground_truth_embedder(step, calls)
             if llm:
                 answer = (turn.answer or "").strip()

@@ -346,7 +346,6 @@ WARNED = {
         "tools[0].record_prefix",
         "tools[0].meta_prefix",
         "tools[0].meta_fields",
-        "tools[0].database",
         "execution",
         "observability",
     },
@@ -445,11 +444,6 @@ REFUSED = [
     (
         "claude:\n  allowed_tools: [mcp__notes__read]\n",
         "agent.yaml:6: claude.allowed_tools: tool allow- and deny-lists are not supported;",
-    ),
-    (
-        "response_format:\n  type: object\n",
-        "agent.yaml:5: response_format: structured output is not supported (the model answers "
-        "in text); describe the answer's format in instructions:",
     ),
     (
         "tools:\n  - name: summarize\n    description: Summaries\n    type: prompt\n"

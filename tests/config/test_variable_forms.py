@@ -101,9 +101,10 @@ def test_a_required_api_key_is_one_variable_without_a_default(tmp_path: Path) ->
         "name: demo\nmodel:\n  provider: ollama\n  name: llama3\n"
         "  api_key: ${OLLAMA_API_KEY:?set the Ollama key}\n",
     )
-    assert error_line(run_holodeck("config", "show", cwd=tmp_path)) == (
-        "Error: agent.yaml:5: model.api_key: environment variable OLLAMA_API_KEY is not set "
-        "or empty: set the Ollama key (export it, or add it to .env next to the agent file)"
+    # needed by what calls the model only (issue 60, item 2), with the file's own message
+    assert error_line(run_holodeck("chat", cwd=tmp_path, stdin="hello\n")) == (
+        "Error: agent.yaml:5: model.api_key: OLLAMA_API_KEY is not set or empty: set the "
+        "Ollama key (export it, or add OLLAMA_API_KEY=... to .env next to agent.yaml)"
     )
     result = run_holodeck("config", "show", cwd=tmp_path, env={"OLLAMA_API_KEY": "k-123"})
     assert result.returncode == 0, result.stderr

@@ -187,9 +187,9 @@ def test_config_show_accepts_it_too(tmp_path: Path) -> None:
             "supported: equality, numeric, f1_score, rouge, bleu",
         ),
         (
-            "- metric: groundedness",
-            "evaluations.metrics[0].metric: 'groundedness' is the original HoloDeck's "
-            "deprecated Azure AI metric; use type: rag with metric_type: faithfulness",
+            "- metric: safety",
+            "evaluations.metrics[0].metric: 'safety' is the original HoloDeck's "
+            "deprecated Azure AI metric; use type: geval with criteria saying what safe means",
         ),
         (
             "- {type: rag, metric_type: hallucination}",
@@ -199,7 +199,7 @@ def test_config_show_accepts_it_too(tmp_path: Path) -> None:
         ),
         (
             "- {type: judge, name: x}",
-            "agent.yaml:5: evaluations.metrics[0]: type: must be one of standard, geval, rag",
+            "agent.yaml:5: evaluations.metrics[0]: type: must be one of standard, geval, rag, code",
         ),
         (
             "- {type: geval, name: x, criteria: y, evaluation_step: [a]}",

@@ -49,7 +49,7 @@ def test_hostile_files_are_skipped_or_indexed_and_the_ingest_goes_on(tmp_path: P
     [summary] = json.loads(result.stdout)["tools"]
     assert summary["new"] == 5 and summary["failed"] == 1, summary
     assert summary["skipped_files"] == [
-        {"path": "bad-date.md", "reason": "ValueError: month must be in 1..12"}
+        {"path": "bad-date.md", "reason": "ValueError: month must be in 1..12", "as_before": False}
     ]
     err = result.stderr
     assert "Traceback" not in err and "RecursionError" not in err

@@ -245,6 +245,33 @@ def test_a_bad_limit_is_one_line_naming_the_file_line_and_field(project: Path) -
     assert "did you mean 'max_pdf_pages'" in line, line
 
 
+def test_a_boolean_or_an_endless_number_is_no_limit(project: Path) -> None:
+    """``true`` was read as the limit 1 (every file skipped, rc 0); ``.nan`` would be a limit
+    no file ever passes (issue 61, item 3). A number given as text (``${VAR}``) still counts."""
+    for value, said in (
+        ("true", "a number, not true"),
+        ("false", "a number, not false"),
+        (".inf", "a finite number, not .inf (for no limit, write a large one)"),
+        (".nan", "a finite number, not .nan (for no limit, write a large one)"),
+    ):
+        for key in ("max_text_chars", "max_zip_ratio"):
+            write(project / "agent.yaml", agent(f"      {key}: {value}\n"))
+            result = run_holodeck("ingest", cwd=project)
+            assert result.returncode == 2, (key, value, result.stderr)
+            assert result.stderr.strip().splitlines() == [
+                f"Error: agent.yaml:8: tools[0].limits.{key}: {said}"
+            ], result.stderr
+    write(project / "agent.yaml", AGENT + "    top_k: yes\n")
+    result = run_holodeck("ingest", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "Error: agent.yaml:7: tools[0].top_k: a number, not true"
+
+    write(project / "agent.yaml", agent("      max_text_chars: ${CHARS}\n"))
+    result = run_holodeck("ingest", "--json", cwd=project, env={"CHARS": "40"})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["tools"][0]["failed"] == 2  # both files past 40 chars
+
+
 # The same rules one file at a time, through convert() as the pipeline calls it.
 
 

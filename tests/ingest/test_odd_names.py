@@ -31,10 +31,23 @@ REDIS_CONFIG = (
 )
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ]
+)
 def project(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    """A project whose docs/ holds every odd name, on the local index or on Redis."""
+    """A project whose docs/ holds every odd name, on the local index, Redis or PostgreSQL."""
     write(tmp_path / "agent.yaml", AGENT)
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_url")
+        index = request.getfixturevalue("pg_index_name")
+        write(
+            tmp_path / ".holodeck" / "config.yaml",
+            REDIS_CONFIG.replace("redis", "postgres").format(url=json.dumps(url), index=index),
+        )
     if request.param == "redis":
         url = request.getfixturevalue("redis_url")
         index = request.getfixturevalue("redis_index_name")

@@ -16,6 +16,12 @@ git-reset - Reset current HEAD to the specified state
 OPTIONS
 -------
 
+--soft::
+\tDoes not touch the index file or the working tree at all (but
+\tresets the head to <commit>, just like all modes do). This leaves
+\tall your changed files "Changes to be committed", as git status
+\twould put it.
+
 -q::
 --quiet::
 \tBe quiet, only report errors.
@@ -62,8 +68,61 @@ def test_a_man_page_in_asciidoc_names_its_examples_and_options() -> None:
         "git-reset(1) › EXAMPLES › Undo a commit and redo"
     )
     assert _path_at(GIT_RESET, headings, "Be quiet") == "git-reset(1) › OPTIONS › -q, --quiet"
+    assert _path_at(GIT_RESET, headings, "resets the head") == "git-reset(1) › OPTIONS › --soft"
     # a table's header row above a rule of dashes is no title
     assert _path_at(GIT_RESET, headings, "--soft   A") == "git-reset(1) › DISCUSSION"
+
+
+#: What git's tutorials and command lists hold: admonitions, an admonition block, a list of
+#: one-line entries.
+ASCIIDOC = """\
+= My First Object Walk
+
+== Setting Up
+
+Create a new branch from `master` and open `builtin/walken.c`.
+
+NOTE: `trace_printf()` differs from `printf()` in that it can be turned on or
+off at runtime::
+this line follows the admonition.
+
+[NOTE]
+====
+Instead of using the shorthand `add_head_to_pending()`, you could set up the
+revision options yourself.
+====
+
+WARNING:
+=========
+The walk stops at the first missing object.
+
+== Main porcelain commands
+
+linkgit:git-add[1]::
+\tAdd file contents to the index.
+
+linkgit:git-range-diff[1]::
+\tCompare two commit ranges (e.g. two versions of a branch).
+
+linkgit:git-rebase[1]::
+\tReapply commits on top of another base tip.
+"""
+
+
+def test_asciidoc_admonitions_and_list_entries_are_no_sections() -> None:
+    headings = text_headings(ASCIIDOC)
+
+    assert [h.title for h in headings] == [
+        "My First Object Walk",
+        "Setting Up",
+        "Main porcelain commands",
+    ]
+    assert _path_at(ASCIIDOC, headings, "set up the\nrevision options") == (
+        "My First Object Walk › Setting Up"
+    )
+    assert _path_at(ASCIIDOC, headings, "Compare two commit ranges") == (
+        "My First Object Walk › Main porcelain commands"
+    )
 
 
 RST = """\

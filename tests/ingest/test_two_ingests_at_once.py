@@ -18,6 +18,7 @@ import pytest
 from cli_helpers import holodeck_env, run_holodeck, write
 
 from holodeck.vectorstore.local import LocalIndexAdapter
+from holodeck.vectorstore.postgres import PostgresIndexAdapter
 from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 
 AGENT = """
@@ -65,11 +66,13 @@ def stored(
     """Documents and their chunk counts as recorded, and each (document, chunk index) as
     stored, with how many times; ``redis``: the (url, index name) the project uses."""
     info = json.loads(run_holodeck("store", "info", "--json", cwd=project).stdout)
-    adapter: LocalIndexAdapter | RedisIndexAdapter = (
-        RedisIndexAdapter(*redis)
-        if redis
-        else LocalIndexAdapter(project / ".holodeck" / "index" / "kb")
-    )
+    adapter: LocalIndexAdapter | RedisIndexAdapter | PostgresIndexAdapter
+    if redis and redis[0].startswith("postgres"):
+        adapter = PostgresIndexAdapter(*redis)
+    elif redis:
+        adapter = RedisIndexAdapter(*redis)
+    else:
+        adapter = LocalIndexAdapter(project / ".holodeck" / "index" / "kb")
     try:
         tenant = info["tenant"]
         states = {d: s.chunk_count for d, s in adapter.doc_states(tenant, "kb").items()}
@@ -85,7 +88,13 @@ def stored(
     return states, chunks
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -98,12 +107,13 @@ def test_two_ingests_at_once_leave_one_whole_index(
         write(project / "agent.yaml", AGENT.format(name=project.name))
         write_docs(project / "docs")
     redis: dict[Path, tuple[str, str] | None] = {alone: None, together: None}
-    if backend == "redis":
-        url = request.getfixturevalue("redis_url")
-        index = request.getfixturevalue("redis_index_name")
+    if backend in ("redis", "postgres"):
+        url = request.getfixturevalue(f"{'pg' if backend == 'postgres' else 'redis'}_url")
+        index = request.getfixturevalue(f"{'pg' if backend == 'postgres' else 'redis'}_index_name")
         for project in (alone, together):  # one index, a tenant each
             redis[project] = (url, index)
             config = REDIS_CONFIG.format(url=json.dumps(url), index=index)
+            config = config.replace("provider: redis", f"provider: {backend}")
             write(project / ".holodeck" / "config.yaml", config)
     assert run_holodeck("ingest", cwd=alone).returncode == 0
     want_states, want_chunks = stored(alone, redis[alone])

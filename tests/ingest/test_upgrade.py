@@ -22,6 +22,7 @@ from pathlib import Path
 
 from cli_helpers import run_holodeck, write
 
+from holodeck.ingest.pipeline import CHUNKING_VERSION
 from holodeck.text.analysis import idents_text, words_text
 from holodeck.vectorstore.records import text_hash
 
@@ -132,8 +133,8 @@ def test_an_index_whose_headings_were_not_indexed_finds_them_after_migrating(
     db_path = tmp_path / ".holodeck" / "index" / "kb" / "index.db"
     with sqlite3.connect(db_path) as db:  # back to the release before: chunks2, no m005
         _of_the_text_alone(db)
-        db.execute("UPDATE documents SET content_hash = replace(content_hash, '+chunks3', "
-                   "'+chunks2')")  # fmt: skip
+        db.execute("UPDATE documents SET content_hash = replace(content_hash, ?, '+chunks2')",
+                   (f"+chunks{CHUNKING_VERSION}",))  # fmt: skip
         sectioned = db.execute("SELECT count(*) FROM chunks WHERE section != ''").fetchone()[0]
         total = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert sectioned >= 2 and total > sectioned

@@ -9,11 +9,14 @@ port and the refusal of a wrong password: the password is in none of their stdou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
+import fake_judge
 import pytest
 from cli_helpers import run_holodeck, write
+from fake_openai import FakeOpenAI, text, tool_calls, tool_results
 from redis_project import CORPUS, database_yaml, global_config, write_docs
 from redis_server import RedisServer, free_port
 
@@ -35,9 +38,9 @@ def literal_tool(url: str, index: str) -> str:
 
 
 def check(outputs: list[str], *secrets: str) -> None:
-    for text in outputs:
+    for output in outputs:
         for secret in secrets:
-            assert secret not in text
+            assert secret not in output
 
 
 def test_password_never_printed(
@@ -106,3 +109,67 @@ def test_a_database_the_server_lacks_is_the_user_s_to_fix(
     assert "has no database 99" in result.stderr
     assert f"redis://:***@127.0.0.1:{server.port}/99" in result.stderr
     assert "Traceback" not in result.stderr and PASSWORD not in result.stderr
+
+
+LLM_AGENT = """
+name: secrets-llm
+model: {{provider: openai, name: fake-model, endpoint: "{llm}", api_key: "${{OPENAI_API_KEY}}"}}
+tools:
+  - type: vectorstore
+    name: kb
+    source: docs
+evaluations:
+  model: {{provider: openai, name: judge-model, endpoint: "{judge}"}}
+  metrics:
+    - type: rag
+      metric_type: faithfulness
+      threshold: 0.5
+test_cases:
+  - name: espresso
+    input: How much pressure does espresso need?
+    expected_tools: [kb]
+    expected_content: [bars]
+"""
+
+
+def test_password_never_written_to_any_file(
+    tmp_path: Path, redis_server_factory: Callable[..., RedisServer]
+) -> None:
+    """``holodeck test`` with its JSON and JUnit reports and evaluation cache, ``chat`` and
+    the commands before it, against a password-protected Redis: no file the project holds
+    afterwards (reports, caches, index files, logs under ``.holodeck``) and no output
+    carries the password."""
+    server = redis_server_factory(password=PASSWORD)
+    env = {"REDIS_URL": server.url, "OPENAI_API_KEY": "sk-not-a-secret-1"}
+    outputs: list[str] = []
+    write_docs(tmp_path / "docs", CORPUS)
+    global_config(tmp_path / ".holodeck" / "config.yaml", "${REDIS_URL}", "files")
+    with FakeOpenAI() as llm, FakeOpenAI() as judge:
+        judge.responder = fake_judge.judge
+        write(tmp_path / "agent.yaml", LLM_AGENT.format(llm=llm.url, judge=judge.url))
+        for args in (("ingest",), ("-v", "test", "--report", "r.json", "--junit", "j.xml")):
+            llm.chat.push(
+                tool_calls(("kb", {"query": "espresso pressure"})),
+                text("Espresso is brewed at about nine bars of pressure."),
+            )
+            result = run_holodeck(*args, cwd=tmp_path, env=env)
+            assert result.returncode == 0, result.stdout + result.stderr
+            outputs += [result.stdout, result.stderr]
+        llm.chat.push(
+            tool_calls(("kb", {"query": "espresso pressure"})),
+            text("Nine bars."),
+        )
+        result = run_holodeck("-v", "chat", cwd=tmp_path, env=env, stdin="espresso?\n")
+        assert result.returncode == 0, result.stdout + result.stderr
+        outputs += [result.stdout, result.stderr]
+        # The tool really answered from Redis: the passage reached the model.
+        assert any("nine bars" in " ".join(tool_results(body)) for body in llm.chat_requests())
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert report["summary"]["passed"] == 1, report
+    assert list((tmp_path / ".holodeck" / "cache").rglob("*")), "the judge's replies are cached"
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and "docs" not in p.parts]
+    assert {"r.json", "j.xml", "config.yaml"} <= {p.name for p in written}
+    for path in written:
+        data = path.read_bytes()
+        assert PASSWORD.encode() not in data, f"the password is in {path}"
+    check(outputs, PASSWORD)

@@ -20,6 +20,7 @@ from holodeck.embeddings.factory import make_embedder
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.tools.vectorstore_tool import VectorStoreTool, build_tools
 from holodeck.vectorstore.local import LocalIndexAdapter
+from holodeck.vectorstore.postgres import PostgresIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, DocState, chunk_id_for
 from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 from holodeck.vectorstore.store import VectorStore
@@ -138,6 +139,13 @@ def project(root: Path, docs: dict[str, str], database: str = "", extra: str = "
 def redis_database(url: str, index: str) -> str:
     return (
         "    database:\n      provider: redis\n"
+        f"      connection_string: {url}\n      index_name: {index}\n"
+    )
+
+
+def postgres_database(url: str, index: str) -> str:
+    return (
+        "    database:\n      provider: postgres\n"
         f"      connection_string: {url}\n      index_name: {index}\n"
     )
 
@@ -308,6 +316,9 @@ def test_hostile_queries_never_cross_tenants(
     embedder = make_embedder("all-MiniLM-L6-v2", tmp_path, None)
     if backend == "local":
         store = VectorStore(LocalIndexAdapter(tmp_path / "index"))
+    elif backend == "postgres":
+        url = request.getfixturevalue("pg_url")
+        store = VectorStore(PostgresIndexAdapter(url, request.getfixturevalue("pg_index_name")))
     else:
         url = request.getfixturevalue("redis_url")
         store = VectorStore(RedisIndexAdapter(url, request.getfixturevalue("redis_index_name")))

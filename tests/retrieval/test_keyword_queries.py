@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 import redis
-from test_hybrid_search import project, ready_tool, redis_database
+from postgres_server import drop_index as drop_pg_index
+from test_hybrid_search import postgres_database, project, ready_tool, redis_database
 
 #: Chatty notes full of the words a question is asked with, and the one note that names EL1.
 NOISE = {
@@ -56,15 +57,23 @@ DOCS = {
 }
 
 
-@pytest.fixture(scope="module", params=["local", "redis"])
+@pytest.fixture(
+    scope="module", params=["local", "redis", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def tool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     database = ""
+    index = "kw_queries_" + tmp_path_factory.mktemp("x").name
     if request.param == "redis":
         url = request.getfixturevalue("redis_url")
-        database = redis_database(url, "kw_queries_" + tmp_path_factory.mktemp("x").name)
+        database = redis_database(url, index)
+    elif request.param == "postgres":
+        url = request.getfixturevalue("pg_url")
+        database = postgres_database(url, index)
     tool = ready_tool(project(tmp_path_factory.mktemp(request.param), DOCS, database))
     yield tool
     tool.close()
+    if request.param == "postgres":
+        drop_pg_index(url, index)
 
 
 def first(tool, query: str) -> str:

@@ -39,7 +39,8 @@ def test_adjacent_chunks_of_one_document_merge_with_the_overlap_said_once() -> N
     assert [p.best.record.doc_id for p in passages] == ["a.md", "b.md"]
     assert passages[0].score == 0.9
     assert passages[0].content == "Opening words. " + overlap + " Closing words."
-    assert passages[0].location == "lines 10-30"
+    assert passages[0].location == "lines 10-20"  # the best chunk's: where the answer is
+    assert passages[0].span == "lines 10-30"  # what the merged text covers
 
 
 def test_top_k_counts_passages_and_later_chunks_still_join_them() -> None:

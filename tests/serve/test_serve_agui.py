@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from cli_helpers import error_line, run_holodeck
 from fake_openai import FakeOpenAI, stream_error, text, tool_calls
 from rest_helpers import RestServer, events, make_model_project
 
@@ -102,3 +103,18 @@ def test_a_run_without_a_user_message_is_refused(served: RestServer) -> None:
     refused = httpx2.post(served.url + "/awp", json=body, timeout=30)
     assert refused.status_code == 422
     assert "no user message" in refused.json()["title"]
+
+
+def test_ag_ui_without_its_extra_names_it(tmp_path: Path) -> None:
+    from test_extras import without
+
+    project = make_model_project(tmp_path / "station", "http://127.0.0.1:9/v1")
+    done = run_holodeck(
+        "serve", "--protocol", "ag-ui", cwd=project, env=without(tmp_path, "ag_ui"),
+        own_process=True, stdin="",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert error_line(done) == (
+        "Error: serve --protocol ag-ui needs the extra holodeck[ag-ui] (package ag_ui is not "
+        "installed): pip install 'holodeck[ag-ui]'"
+    )

@@ -29,15 +29,23 @@ def long_text(topic: int) -> str:
     )
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ]
+)
 def project(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     root = make_project(tmp_path / "station")
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-        index = request.getfixturevalue("redis_index_name")
+    if request.param != "local":
+        prefix = "pg" if request.param == "postgres" else "redis"
+        url = request.getfixturevalue(f"{prefix}_url")
+        index = request.getfixturevalue(f"{prefix}_index_name")
         write(
             root / ".holodeck" / "config.yaml",
-            f"vectorstore:\n  provider: redis\n  connection_string: {url}\n  index_name: {index}\n",
+            f"vectorstore:\n  provider: {request.param}\n  connection_string: {url}\n"
+            f"  index_name: {index}\n",
         )
     return root
 

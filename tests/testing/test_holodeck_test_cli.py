@@ -32,6 +32,7 @@ tools:
     name: ops
     source: docs/ops/
     top_k: 3
+ground_truth_threshold: 0.7   # the similarity check (issue 60 item 5: opt-in)
 test_cases:
   - name: default-retries
     input: What is the default number of attempts for a job that keeps failing?

@@ -33,6 +33,7 @@ tools:
     source: docs/
     embedding_model: all-MiniLM-L6-v2
     top_k: 2
+ground_truth_threshold: 0.7   # the similarity check (issue 60 item 5: opt-in)
 test_cases:
   - name: args-and-answer-pass
     input: How many times is a failing job attempted?

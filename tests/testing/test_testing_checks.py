@@ -102,3 +102,24 @@ def test_passages_keep_wrapped_sentences_whole_and_rows_apart() -> None:
         "| Team | 49 |",
         "- first item continued",
     ]
+
+
+def test_the_original_holodecks_matchers_fuzzy_percent_regex_on_numbers_and_count() -> None:
+    """As the original's matchers: fuzzy reads ``35%`` as 0.35 and ignores case, spaces and
+    thousands separators; a regex also checks a number's text; a literal is equal (an int
+    and the same float too); ``count`` calls must each pass every check."""
+
+    def rate(value: object) -> ToolCallRecord:
+        return ToolCallRecord("", "calc", {"rate": value, "n": 3}, None, "", [], None, 0.0)
+
+    calls = [rate(0.35), rate("35 %"), rate(0.5)]
+    fuzzy = expected({"name": "calc", "args": {"rate": {"fuzzy": "35%"}}, "count": 2})
+    assert check_tools(fuzzy, calls).passed
+    three = expected({"name": "calc", "args": {"rate": {"fuzzy": "35%"}}, "count": 3})
+    failed = check_tools(three, calls)
+    assert not failed.passed
+    assert failed.detail.startswith("2 calc calls with rate like '35%', not 3")
+    numbers = expected({"name": "calc", "args": {"n": {"regex": "^[0-9]$"}, "rate": 0.5}})
+    assert check_tools(numbers, calls).passed
+    literal = expected({"name": "calc", "args": {"n": 3.0}, "count": 3})
+    assert check_tools(literal, calls).passed

@@ -79,27 +79,39 @@ def vectors(adapter: IndexAdapter) -> dict[str, np.ndarray]:
     return out
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """``local``, or the ``database:`` block of a fresh index on the session Redis."""
+    """``local``, or the ``database:`` block of a fresh index on the session Redis (or
+    PostgreSQL)."""
     if request.param == "local":
         yield "local"
         return
-    url = request.getfixturevalue("redis_url")
-    index = request.getfixturevalue("redis_index_name")
+    prefix = "pg" if request.param == "postgres" else "redis"
+    url = request.getfixturevalue(f"{prefix}_url")
+    index = request.getfixturevalue(f"{prefix}_index_name")
     yield (
-        f"    database:\n      provider: redis\n      connection_string: {json.dumps(url)}\n"
-        f"      index_name: {index}\n"
+        f"    database:\n      provider: {request.param}\n"
+        f"      connection_string: {json.dumps(url)}\n      index_name: {index}\n"
     )
 
 
 def open_adapter(project: Path, backend: str) -> IndexAdapter:
     if backend == "local":
         return LocalIndexAdapter(project / ".holodeck" / "index" / TOOL)
+    from holodeck.vectorstore.postgres import PostgresIndexAdapter
     from holodeck.vectorstore.redis.adapter import RedisIndexAdapter
 
     url = json.loads(backend.split("connection_string: ")[1].splitlines()[0])
-    return RedisIndexAdapter(url, backend.split("index_name: ")[1].strip())
+    name = backend.split("index_name: ")[1].strip()
+    if "provider: postgres" in backend:
+        return PostgresIndexAdapter(url, name)
+    return RedisIndexAdapter(url, name)
 
 
 def test_renaming_the_source_folder_moves_the_chunks_without_re_embedding(

@@ -1,13 +1,14 @@
 """Every refusal of the store (the storage contract, docs/contract.md): the stable code,
 status 400, and nothing written.
 
-Run against the memory and the local adapter (the Redis adapter has its own suite); the
-local one is reopened from disk to prove nothing reached the file either.
+Run against the memory, the local and the postgres adapter (the Redis adapter has its own
+suite); the local one is reopened from disk, the postgres one on a new connection, to prove
+nothing reached the file or the server either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from holodeck.vectorstore.errors import (
 )
 from holodeck.vectorstore.local import LocalIndexAdapter
 from holodeck.vectorstore.memory import MemoryIndexAdapter
+from holodeck.vectorstore.postgres import PostgresIndexAdapter
 from holodeck.vectorstore.records import ChunkFilters, ChunkRecord, chunk_id_for
 from holodeck.vectorstore.store import VectorStore
 
@@ -54,18 +56,29 @@ def record(
     )
 
 
-@pytest.fixture(params=["memory", "local"])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], VectorStore]:
-    """A factory: calling it again for ``local`` reopens the index from disk."""
+@pytest.fixture(params=["memory", "local", pytest.param("postgres", marks=pytest.mark.postgres)])
+def make_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[], VectorStore]]:
+    """A factory: calling it again for ``local`` (``postgres``) reopens the index from disk
+    (the server)."""
+    opened: list[VectorStore] = []
 
     def make() -> VectorStore:
+        if request.param == "postgres":
+            url = request.getfixturevalue("pg_url")
+            name = request.getfixturevalue("pg_index_name")
+            opened.append(VectorStore(PostgresIndexAdapter(url, name)))
+            return opened[-1]
         if request.param == "memory":
             if not hasattr(make, "adapter"):
                 make.adapter = MemoryIndexAdapter()  # type: ignore[attr-defined]
             return VectorStore(make.adapter)  # type: ignore[attr-defined]
         return VectorStore(LocalIndexAdapter(tmp_path / "index"))
 
-    return make
+    yield make
+    for store in opened:
+        store.adapter.close()
 
 
 def seeded(make_store: Callable[[], VectorStore]) -> VectorStore:

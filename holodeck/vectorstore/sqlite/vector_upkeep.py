@@ -108,8 +108,8 @@ class VectorUpkeep:
         plans: list[tuple[int, str, Base | None]] = []
         for (lib,) in db.execute("SELECT id FROM libraries").fetchall():
             row = rows.get(lib)
+            n = db.execute("SELECT count(*) FROM chunks WHERE lib = ?", (lib,)).fetchone()[0]
             if row is None:
-                n = db.execute("SELECT count(*) FROM chunks WHERE lib = ?", (lib,)).fetchone()[0]
                 if n >= ANN_MIN_ROWS:
                     plans.append((lib, "build", None))
                 continue
@@ -125,7 +125,11 @@ class VectorUpkeep:
             changed = db.execute(
                 "SELECT count(*) FROM changes WHERE seq > ?", (row.change_seq,)
             ).fetchone()[0]
-            size = row.count + added - changed
+            # The library's size is its rows now: ``changes`` also holds the rows added and
+            # removed again since the file (each forced rebuild's), so the file's count plus
+            # those added less those changed counted a re-embedded library twice and
+            # dropped the file of every other rebuild (issue 61, item 2).
+            size = n
             if size < ANN_MIN_ROWS // 2:
                 plans.append((lib, "drop", base))
             elif added + changed >= max(PATCH_MIN_ROWS, row.count * PATCH_SHARE):

@@ -1,0 +1,1 @@
+"""Import paths of the original HoloDeck that code written for it uses (graders)."""
