@@ -144,10 +144,10 @@ def test_every_extra_the_code_names_is_in_pyproject_and_in_all() -> None:
         "optional-dependencies"
     ]
     code = "\n".join(p.read_text(encoding="utf-8") for p in (repo / "holodeck").rglob("*.py"))
-    named = set(re.findall(r'require\(\s*"(\w+)"', code)) | {
+    named = set(re.findall(r'require\(\s*"([\w-]+)"', code)) | {
         e for e, _ in FILE_TYPE_EXTRAS.values()
     }
-    assert named == {"office", "html", "redis", "postgres", "anthropic", "metrics"}
+    assert named == {"office", "html", "redis", "postgres", "anthropic", "metrics", "view", "ag-ui"}
     everything = extras["all"][0]
     for extra in named:
         assert extra in extras and extra in everything
