@@ -7,6 +7,7 @@ its import in a new ``holodeck`` process, as a default install would lack it.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,22 @@ def test_every_extra_the_code_names_is_in_pyproject_and_in_all() -> None:
     for extra in named:
         assert extra in extras and extra in everything
     assert "holodeck[all]" in extras["test"]
+
+
+def test_init_enabling_a_type_says_which_extra_reading_it_needs(tmp_path: Path) -> None:
+    """init enables the .docx it finds; without the office extra it says what to install,
+    with it, nothing more."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("The dashboard listens on port 8080.")
+    root = tmp_path / "p"
+    document.save(str(write(root / "docs" / "a.md", "# A\n\nText.\n").parent / "b.docx"))
+    done = run_holodeck("init", cwd=root, env=without(tmp_path, "mammoth"), own_process=True)
+    assert done.returncode == 0, done.stderr
+    assert "Reading them needs pip install 'holodeck[office]' (not installed)" in done.stdout
+    shutil.rmtree(root / ".holodeck")
+    (root / "agent.yaml").unlink()
+    done = run_holodeck("init", cwd=root, own_process=True)
+    assert done.returncode == 0, done.stderr
+    assert "Enabled .docx" in done.stdout and "pip install" not in done.stdout

@@ -146,7 +146,13 @@ class Converted:
     headings: tuple[Heading, ...] = ()
 
 
-def convert(file: SourceFile, limits: FileLimits | None = None) -> Converted:
+#: ``(pages read, pages)`` after each page of a PDF: progress inside a long one.
+PageCallback = Callable[[int, int], None]
+
+
+def convert(
+    file: SourceFile, limits: FileLimits | None = None, on_page: PageCallback | None = None
+) -> Converted:
     """Convert a discovered file; raises ConversionError with a short reason.
 
     A file that cannot be read (deleted since discovery, permission, swapped for a link
@@ -164,7 +170,7 @@ def convert(file: SourceFile, limits: FileLimits | None = None) -> Converted:
         data = read_checked(file, check)
     except OSError as exc:
         raise ConversionError(f"conversion failed: {exc.strerror or exc}") from exc
-    converted = _convert(data, suffix, file.rel_path, limits)
+    converted = _convert(data, suffix, file.rel_path, limits, on_page)
     if not converted.text.strip():
         raise ConversionError(REASON_EMPTY)
     if len(converted.text) > limits.max_text_chars:
@@ -299,7 +305,13 @@ def _real_path_of(fd: int, file: SourceFile) -> str:
     return real if (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino) else ""
 
 
-def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_LIMITS) -> Converted:
+def _convert(
+    data: bytes,
+    suffix: str,
+    name: str,
+    limits: FileLimits = DEFAULT_LIMITS,
+    on_page: PageCallback | None = None,
+) -> Converted:
     """Pick the conversion by extension (discovery already kept only enabled ones).
 
     ``name`` (the file's path in its source) is for warnings; a PDF or CSV stops as soon as
@@ -318,7 +330,7 @@ def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_L
     if suffix == ".csv":
         return _csv_to_markdown(decode_text(data), limits.max_text_chars)
     if suffix == ".pdf":
-        return _pdf_text(data, limits)
+        return _pdf_text(data, limits, on_page)
     if suffix in (".html", ".htm"):
         return _html_text(decode_text(data), suffix)
     if suffix == ".pptx":
@@ -529,7 +541,9 @@ def _table_row(cells: list[str], width: int) -> str:
     return "| " + " | ".join([*cells, *[""] * (width - len(cells))]) + " |"
 
 
-def _pdf_text(data: bytes, limits: FileLimits = DEFAULT_LIMITS) -> Converted:
+def _pdf_text(
+    data: bytes, limits: FileLimits = DEFAULT_LIMITS, on_page: PageCallback | None = None
+) -> Converted:
     """The text of each page that is read (contents and index pages, running headers and
     footers left out: ``clean.pdf_pages``), separated by a blank line and anchored; the
     outline's entries as headings. Refused unread past ``limits.max_pdf_pages``, and at the
@@ -556,6 +570,8 @@ def _pdf_text(data: bytes, limits: FileLimits = DEFAULT_LIMITS) -> Converted:
                 textpage.close()
                 page.close()
                 chars += len(raw[-1])
+                if on_page is not None:
+                    on_page(number + 1, pages)
                 if chars > limits.max_text_chars:
                     raise OverLimit(
                         f"its text passes the limit of {limits.max_text_chars:,} characters "
