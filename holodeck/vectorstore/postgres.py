@@ -6,9 +6,10 @@ named after ``index_name``: ``<name>_chunks`` (records, their vector, their keyw
 (chunk and term totals, kept by triggers) and ``<name>_meta`` (model, dimensions, algorithm,
 metric and the schema version, moved on by the numbered ``MIGRATIONS``).
 
-- Nearest vectors: pgvector's ``<=>``/``<->``/``<#>`` over an HNSW index (or an exact scan,
-  FLAT), filtered by tenant and library in the same query (pgvector 0.8's iterative index scan
-  keeps a filtered query from coming back short).
+- Nearest vectors: pgvector's ``<=>``/``<->``/``<#>``, filtered by tenant and library in the
+  same query: an exact scan (FLAT, and HNSW below ``HNSW_FROM`` chunks), or pgvector's HNSW
+  index, built whole by the ingest that passes that size (pgvector 0.8's iterative index
+  scan keeps a filtered query from coming back short).
 - Keyword matches: BM25 computed inside PostgreSQL with the constants and IDF every other
   backend uses, over each chunk's Porter stems (``holodeck.text.analysis``) kept as a
   ``jsonb`` map of term counts with a GIN index; the GIN index finds the candidates, the SQL
@@ -73,7 +74,13 @@ _OPERATORS = {"COSINE": ("<=>", "vector_cosine_ops"), "L2": ("<->", "vector_l2_o
               "IP": ("<#>", "vector_ip_ops")}  # fmt: skip
 #: Candidates an HNSW search keeps per query (pgvector's default is 40): recall near exact
 #: for the few hundred a hybrid search asks.
-EF_SEARCH = 200
+EF_SEARCH = 100
+#: Chunks in the whole index from which ``flush`` builds the HNSW index (below it every
+#: search is an exact scan: a few milliseconds), and the memory its build may take.
+HNSW_FROM = 20_000
+HNSW_BUILD_MEMORY = "512MB"
+#: Chunks written by one INSERT statement (a document's slice is at most 256).
+INSERT_ROWS = 256
 #: Columns of a chunk row, in the order ``_record`` reads them.
 _COLUMNS = (
     "chunk_id", "tenant_id", "library_id", "book_id", "doc_id", "chunk_index", "content",
@@ -179,6 +186,7 @@ class PostgresIndexAdapter:
         self._connections: list[psycopg.Connection[Any]] = []
         self._connections_lock = threading.Lock()
         self._info: IndexInfo | None = None
+        self._vector_index = False  # known to exist (then never asked again)
         self._connected = False
         self._conn()  # reach the server now: unreachable is the caller's fallback
         self._connected = True
@@ -350,21 +358,16 @@ class PostgresIndexAdapter:
             conn.execute(self._q("DROP INDEX IF EXISTS {chunks_vector}"))
             self._shape(conn, info)
         self._info = info
+        self._vector_index = False
 
     def _shape(self, conn: psycopg.Connection[Any], info: IndexInfo) -> None:
-        """The vector column as ``vector(dimensions)``, its HNSW index, and the meta rows."""
+        """The vector column as ``vector(dimensions)`` and the meta rows (the HNSW index
+        comes with size: ``flush``)."""
         conn.execute(
             self._q(
                 f"ALTER TABLE {{chunks}} ALTER COLUMN embedding TYPE vector({int(info.dimensions)})"
             )
         )
-        if self.algorithm == "HNSW":
-            opclass = sql.SQL(_OPERATORS[self.metric][1])
-            conn.execute(
-                sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {})").format(
-                    self._names["chunks_vector"], self._names["chunks"], opclass
-                )
-            )
         values = {
             "embedding_model": info.embedding_model,
             "dimensions": str(info.dimensions),
@@ -386,22 +389,18 @@ class PostgresIndexAdapter:
             self._insert(conn, rows)
 
     def _insert(self, conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
+        """``rows`` in multi-row statements (the count triggers fire once a statement)."""
         columns = sql.SQL(", ").join(map(sql.Identifier, _WRITTEN))
         updates = sql.SQL(", ").join(
             sql.SQL("{0} = excluded.{0}").format(sql.Identifier(c)) for c in _WRITTEN[1:]
         )
-        query = sql.SQL(
-            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT (chunk_id) DO UPDATE SET {}"
-        ).format(
-            self._names["chunks"],
-            columns,
-            sql.SQL(", ").join(sql.Placeholder() * len(_WRITTEN)),
-            updates,
-        )
-        with conn.cursor() as cur:
-            cur.executemany(query, rows)
+        one = sql.SQL("({})").format(sql.SQL(", ").join(sql.Placeholder() * len(_WRITTEN)))
+        for start in range(0, len(rows), INSERT_ROWS):
+            part = rows[start : start + INSERT_ROWS]
+            query = sql.SQL(
+                "INSERT INTO {} ({}) VALUES {} ON CONFLICT (chunk_id) DO UPDATE SET {}"
+            ).format(self._names["chunks"], columns, sql.SQL(", ").join([one] * len(part)), updates)
+            conn.execute(query, [value for row in part for value in row])
 
     def replace_document(
         self,
@@ -737,7 +736,29 @@ class PostgresIndexAdapter:
             yield
 
     def flush(self) -> None:
-        """Nothing to do: every transaction is committed when it ends."""
+        """At an ingest's end: build the HNSW index once the index holds ``HNSW_FROM``
+        chunks (every transaction is committed already). Built in one go, not row by row:
+        pgvector's build from a full table is many times faster than its inserts, and below
+        that size an exact scan answers in milliseconds. Searches go on while it builds."""
+        if self.algorithm != "HNSW" or self.describe() is None or self._vector_index:
+            return
+        with self._guard():
+            conn = self._conn()
+            if _fetch_one(conn, "SELECT to_regclass(%s)", self._plain("chunks_vector")):
+                self._vector_index = True
+                return
+            if self.total_count() < HNSW_FROM:
+                return
+            with conn.transaction():
+                conn.execute(f"SET LOCAL maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
+                conn.execute(
+                    sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding {})").format(
+                        self._names["chunks_vector"],
+                        self._names["chunks"],
+                        sql.SQL(_OPERATORS[self.metric][1]),
+                    )
+                )
+        self._vector_index = True
 
     def close(self) -> None:
         """Close every connection of every thread."""

@@ -41,6 +41,7 @@ from holodeck.vectorstore.store import VectorStore
 pytestmark = pytest.mark.postgres
 
 MODEL = "test-model"
+_OPCLASS = {"COSINE": "vector_cosine_ops", "L2": "vector_l2_ops", "IP": "vector_ip_ops"}
 DIMS = 64
 
 
@@ -123,8 +124,16 @@ def clustered_records() -> list[ChunkRecord]:
 @pytest.mark.parametrize("algorithm", ["HNSW", "FLAT"])
 @pytest.mark.parametrize("metric", ["COSINE", "L2", "IP"])
 def test_same_hits_and_scores_as_memory(
-    open_adapter: Callable[..., PostgresIndexAdapter], algorithm: str, metric: str
+    open_adapter: Callable[..., PostgresIndexAdapter],
+    algorithm: str,
+    metric: str,
+    pg_url: str,
+    pg_index_name: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Exact scans, and pgvector's HNSW index once the ingest's end (``flush``) finds the
+    index past ``HNSW_FROM`` chunks (lowered here: the 240 records pass it)."""
+    monkeypatch.setattr(pg, "HNSW_FROM", 200)
     records = clustered_records()
     pg_store = VectorStore(open_adapter(algorithm=algorithm, metric=metric))
     memory_store = VectorStore(MemoryIndexAdapter())
@@ -132,6 +141,15 @@ def test_same_hits_and_scores_as_memory(
         batch = [r for r in records if r.tenant_id == tenant]
         pg_store.upsert_chunks(tenant, batch)
         memory_store.upsert_chunks(tenant, batch)
+        pg_store.flush()
+    with psycopg.connect(pg_url) as conn:
+        made = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+            (f"{pg_index_name}_chunks_vector",),
+        ).fetchall()
+    assert [("USING hnsw" in d and _OPCLASS[metric] in d) for (d,) in made] == (
+        [True] if algorithm == "HNSW" else []
+    )
     rng = np.random.default_rng(7)
     scopes = [
         ChunkFilters(),
@@ -152,6 +170,34 @@ def test_same_hits_and_scores_as_memory(
     assert compared > 100
     stats = pg_store.adapter.stats("t1", "lib0")
     assert (stats["algorithm"], stats["metric"], stats["dimensions"]) == (algorithm, metric, DIMS)
+
+
+def test_the_hnsw_index_waits_for_size_and_a_rebuild_drops_it(
+    open_adapter: Callable[..., PostgresIndexAdapter],
+    pg_url: str,
+    pg_index_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pg, "HNSW_FROM", 30)
+    adapter = open_adapter()
+    store = VectorStore(adapter)
+    rng = np.random.default_rng(20)
+
+    def vector_index() -> bool:
+        with psycopg.connect(pg_url) as conn:
+            name = f'"{pg_index_name}_chunks_vector"'
+            return bool(conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0])
+
+    store.upsert_chunks("t1", [make_record(unit(rng), index=i) for i in range(20)])
+    store.flush()
+    assert not vector_index()  # 20 chunks: searched exactly
+    store.upsert_chunks("t1", [make_record(unit(rng), index=i) for i in range(20, 40)])
+    store.flush()
+    assert vector_index()
+    probe = adapter.get_doc_chunks("t1", "lib", "book/doc.txt")[33]
+    assert store.search("t1", probe.vector, 1, ChunkFilters())[0].record.chunk_id == probe.chunk_id
+    adapter.recreate(IndexInfo(MODEL, DIMS))
+    assert not vector_index()
 
 
 def test_records_come_back_whole_and_upsert_replaces_every_field(
