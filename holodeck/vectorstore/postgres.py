@@ -115,17 +115,23 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (tenant_id, library_id))""",
         """CREATE TABLE {stats} (
             id integer PRIMARY KEY CHECK (id = 1), chunks bigint NOT NULL,
-            terms bigint NOT NULL)""",
-        "INSERT INTO {stats} VALUES (1, 0, 0)",
+            terms bigint NOT NULL, changes bigint NOT NULL)""",
+        "INSERT INTO {stats} VALUES (1, 0, 0, 0)",
         """CREATE FUNCTION {count_fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+          chunks_in bigint := 0; terms_in bigint := 0;
+          chunks_out bigint := 0; terms_out bigint := 0;
         BEGIN
           IF TG_OP IN ('INSERT', 'UPDATE') THEN
-            UPDATE {stats} SET chunks = chunks + (SELECT count(*) FROM added),
-              terms = terms + (SELECT coalesce(sum(term_count), 0) FROM added);
+            SELECT count(*), coalesce(sum(term_count), 0) INTO chunks_in, terms_in FROM added;
           END IF;
           IF TG_OP IN ('DELETE', 'UPDATE') THEN
-            UPDATE {stats} SET chunks = chunks - (SELECT count(*) FROM removed),
-              terms = terms - (SELECT coalesce(sum(term_count), 0) FROM removed);
+            SELECT count(*), coalesce(sum(term_count), 0) INTO chunks_out, terms_out
+              FROM removed;
+          END IF;
+          IF chunks_in > 0 OR chunks_out > 0 THEN
+            UPDATE {stats} SET chunks = chunks + chunks_in - chunks_out,
+              terms = terms + terms_in - terms_out, changes = changes + 1;
           END IF;
           RETURN NULL;
         END $$""",
@@ -187,6 +193,10 @@ class PostgresIndexAdapter:
         self._connections_lock = threading.Lock()
         self._info: IndexInfo | None = None
         self._vector_index = False  # known to exist (then never asked again)
+        #: Chunks holding each stem, as counted when the index had had ``_df_at`` writes.
+        self._df: dict[str, int] = {}
+        self._df_at = -1
+        self._df_lock = threading.Lock()
         self._connected = False
         self._conn()  # reach the server now: unreachable is the caller's fallback
         self._connected = True
@@ -354,7 +364,7 @@ class PostgresIndexAdapter:
         with self._tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self.index_name),))
             conn.execute(self._q("TRUNCATE {chunks}, {docs}"))
-            conn.execute(self._q("UPDATE {stats} SET chunks = 0, terms = 0"))
+            conn.execute(self._q("UPDATE {stats} SET chunks = 0, terms = 0, changes = changes + 1"))
             conn.execute(self._q("DROP INDEX IF EXISTS {chunks_vector}"))
             self._shape(conn, info)
         self._info = info
@@ -485,7 +495,7 @@ class PostgresIndexAdapter:
         copies = Counter(stems)
         lexemes = sorted(copies)
         weights = [idf[s] * copies[s] for s in lexemes]
-        chunks, terms = self._totals()
+        chunks, terms, _ = self._totals()
         average = terms / chunks if chunks else 1.0
         where, params = scope
         query_sql = sql.SQL(
@@ -513,25 +523,44 @@ class PostgresIndexAdapter:
         idf = self._stem_idfs(list(stems.values()))
         return {w: idf[s] for w, s in stems.items()} if idf else {}
 
-    def _totals(self) -> tuple[int, int]:
-        chunks, terms = self._query(self._q("SELECT chunks, terms FROM {stats}"))[0]
-        return int(chunks), int(terms)
+    def _totals(self) -> tuple[int, int, int]:
+        """Chunks and terms of the whole index, and how many writes it has had (the
+        triggers' running totals: no scan)."""
+        chunks, terms, changes = self._query(self._q("SELECT chunks, terms, changes FROM {stats}"))[
+            0
+        ]
+        return int(chunks), int(terms), int(changes)
 
     def _stem_idfs(self, stems: Sequence[str]) -> dict[str, float]:
         """Each stem's IDF over the whole index, ``log(1 + (N - n + 0.5) / (n + 0.5))`` (the
-        BM25 IDF Redis's BM25STD uses too: never negative), counts asked in one query."""
+        BM25 IDF Redis's BM25STD uses too: never negative). The counts of chunks holding a
+        stem are asked in one query and kept until the index next changes (a hybrid search
+        asks the same stems three times, a session the common ones again and again)."""
         unique = sorted(set(stems))
         if not unique:
             return {}
-        total, _ = self._totals()
-        rows = self._query(
-            self._q(
-                "SELECT s, (SELECT count(*) FROM {chunks} WHERE terms ? s) "
-                "FROM unnest(%s::text[]) AS s"
-            ),
-            [unique],
-        )
-        return {s: math.log(1 + (total - n + 0.5) / (n + 0.5)) for s, n in rows}
+        total, _, changes = self._totals()
+        if self._conn().info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            changes = -2  # inside a transaction: counts of writes not committed, never kept
+        with self._df_lock:
+            if self._df_at != changes:
+                self._df, self._df_at = {}, changes
+            counts = {s: self._df[s] for s in unique if s in self._df}
+        missing = [s for s in unique if s not in counts]
+        if missing:
+            rows = self._query(
+                self._q(
+                    "SELECT s, (SELECT count(*) FROM {chunks} WHERE terms ? s) "
+                    "FROM unnest(%s::text[]) AS s"
+                ),
+                [missing],
+            )
+            fresh = {str(stem): int(n) for stem, n in rows}
+            counts.update(fresh)
+            with self._df_lock:
+                if self._df_at == changes >= 0:
+                    self._df.update(fresh)
+        return {s: math.log(1 + (total - n + 0.5) / (n + 0.5)) for s, n in counts.items()}
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters

@@ -269,6 +269,10 @@ def test_keyword_side_ranks_by_bm25_and_finds_identifiers_whole(
     idfs = adapter.keyword_idfs(["retrying", "dashboard"])
     assert adapter.keyword_scale("retrying dashboard") == pytest.approx(sum(idfs.values()))
     assert idfs["retrying"] > idfs["dashboard"] > 0
+    # counts are kept between searches, and counted again once the index changes
+    more = [make_record(unit(rng), doc=f"r{i}.md", content="retry again") for i in range(4)]
+    store.upsert_chunks("t1", more)
+    assert adapter.keyword_idfs(["retrying"])["retrying"] < idfs["retrying"]
     holders = store.identifier_holders("t1", "MAX_RETRIES", 5, ChunkFilters())
     assert [h.record.doc_id for h in holders] == ["d1.md"]
     assert store.identifier_holders("t1", "max_retr", 5, ChunkFilters()) == []
