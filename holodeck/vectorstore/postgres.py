@@ -486,17 +486,29 @@ class PostgresIndexAdapter:
         self, tenant_id: str, query: str, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
         """BM25 of the query's stems inside the scope, scored in SQL (FTS5's k1 and b, the
-        IDF of ``keyword_idfs``); candidates found by the GIN index of the term maps."""
+        IDF of ``keyword_idfs``); candidates found by the GIN index of the term maps, only
+        the best ``k`` read whole."""
         stems = _query_stems(query)
         scope = _scope(tenant_id, filters)
         if not stems or scope is None or k <= 0:
             return []
-        idf = self._stem_idfs(stems)
+        total, counts = self._stem_counts(stems)
         copies = Counter(stems)
-        lexemes = sorted(copies)
-        weights = [idf[s] * copies[s] for s in lexemes]
+        weight = {s: _idf(total, counts[s]) * copies[s] for s in copies}
+        rows = self._bm25(weight, k, scope)
+        return [ChunkHit(_record(row), float(row[-1])) for row in rows]
+
+    def _bm25(
+        self, weight: dict[str, float], k: int, scope: tuple[sql.Composable, list[Any]]
+    ) -> list[tuple[Any, ...]]:
+        """The ``k`` best chunks of ``scope`` holding any stem of ``weight``, by BM25 (each
+        stem's IDF times its copies), best first. MaxScore (common stems joining the
+        candidates only while they could still matter) was measured slower here: its bound,
+        ``(k1 + 1)`` times a stem's weight, is so loose that most queries needed every
+        round."""
         chunks, terms, _ = self._totals()
         average = terms / chunks if chunks else 1.0
+        lexemes = sorted(weight)
         where, params = scope
         query_sql = sql.SQL(
             "WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS q(lex, w)) "
@@ -504,12 +516,12 @@ class PostgresIndexAdapter:
             "  SELECT sum(q.w * (c.terms ->> q.lex)::float8 * %s"
             "    / ((c.terms ->> q.lex)::float8 + %s * (1 - %s + %s * c.term_count / %s)))"
             "  FROM q WHERE c.terms ? q.lex) AS score"
-            " FROM {chunks} c WHERE c.terms ?| %s::text[] AND {where}) s"
-            " JOIN {chunks} USING (chunk_id) ORDER BY s.score DESC, chunk_id LIMIT %s"
+            " FROM {chunks} c WHERE c.terms ?| %s::text[] AND {where}"
+            " ORDER BY score DESC, c.chunk_id LIMIT %s) s"
+            " JOIN {chunks} USING (chunk_id) ORDER BY s.score DESC, chunk_id"
         ).format(cols=_cols(), chunks=self._names["chunks"], where=where)
-        args = [lexemes, weights, BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, average, lexemes]
-        rows = self._query(query_sql, [*args, *params, k])
-        return [ChunkHit(_record(row), float(row[-1])) for row in rows]
+        args = [lexemes, [weight[s] for s in lexemes], BM25_K1 + 1, BM25_K1, BM25_B, BM25_B]
+        return self._query(query_sql, [*args, average, lexemes, *params, k])
 
     def keyword_scale(self, query: str) -> float:
         """The sum of the query stems' IDFs (repeats counted), as ``keyword_search`` scores."""
@@ -533,13 +545,18 @@ class PostgresIndexAdapter:
 
     def _stem_idfs(self, stems: Sequence[str]) -> dict[str, float]:
         """Each stem's IDF over the whole index, ``log(1 + (N - n + 0.5) / (n + 0.5))`` (the
-        BM25 IDF Redis's BM25STD uses too: never negative). The counts of chunks holding a
-        stem are asked in one query and kept until the index next changes (a hybrid search
-        asks the same stems three times, a session the common ones again and again)."""
+        BM25 IDF Redis's BM25STD uses too: never negative)."""
+        total, counts = self._stem_counts(stems)
+        return {s: _idf(total, n) for s, n in counts.items()}
+
+    def _stem_counts(self, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Chunks in the whole index, and how many hold each stem: asked in one query and
+        kept until the index next changes (a hybrid search asks the same stems three
+        times, a session the common ones again and again)."""
         unique = sorted(set(stems))
-        if not unique:
-            return {}
         total, _, changes = self._totals()
+        if not unique:
+            return total, {}
         if self._conn().info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             changes = -2  # inside a transaction: counts of writes not committed, never kept
         with self._df_lock:
@@ -560,7 +577,7 @@ class PostgresIndexAdapter:
             with self._df_lock:
                 if self._df_at == changes >= 0:
                     self._df.update(fresh)
-        return {s: math.log(1 + (total - n + 0.5) / (n + 0.5)) for s, n in counts.items()}
+        return total, counts
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
@@ -890,6 +907,11 @@ def _scope(tenant_id: str, filters: ChunkFilters) -> tuple[sql.Composable, list[
         parts.append(sql.SQL("language = %s"))
         params.append(filters.language)
     return sql.SQL(" AND ").join(parts), params
+
+
+def _idf(total: int, holders: int) -> float:
+    """BM25's IDF of a stem ``holders`` of ``total`` chunks hold (as BM25STD computes it)."""
+    return math.log(1 + (total - holders + 0.5) / (holders + 0.5))
 
 
 def _query_stems(query: str) -> list[str]:

@@ -279,6 +279,51 @@ def test_keyword_side_ranks_by_bm25_and_finds_identifiers_whole(
     assert store.keyword_search("t1", "zebra", 5, ChunkFilters()) == []
 
 
+def test_keyword_scores_are_bm25_over_every_chunk_holding_a_query_stem(
+    open_adapter: Callable[..., PostgresIndexAdapter],
+) -> None:
+    """The SQL's scores and top 10 are BM25's as computed here by hand (FTS5's k1 and b,
+    BM25STD's IDF, a repeated query word asked again), over Zipf-distributed words."""
+    from holodeck.text.analysis import BM25_B, BM25_K1, stems_text
+    from holodeck.vectorstore.records import indexed_text
+
+    adapter = open_adapter()
+    store = VectorStore(adapter)
+    rng = np.random.default_rng(21)
+    vocab = [f"word{i}" for i in range(60)]
+    weights = 1 / np.arange(1, 61)  # Zipf: word0 in most chunks, word59 in few
+    texts = [
+        " ".join(rng.choice(vocab, size=int(rng.integers(5, 40)), p=weights / weights.sum()))
+        for _ in range(400)
+    ]
+    store.upsert_chunks(
+        "t1", [make_record(unit(rng), doc=f"d{i}.md", content=t) for i, t in enumerate(texts)]
+    )
+    stems = [stems_text(indexed_text(t, "Guide › Setup")).split() for t in texts]
+    average = sum(map(len, stems)) / len(stems)
+    for query in ("word0 word1 word2 word45", "word3 word59", "word0 word1", "word7 word7 word30"):
+        got = store.keyword_search("t1", query, 10, ChunkFilters())
+        asked = pg._query_stems(query)  # a repeated word weighs more, as every backend asks
+        idf = adapter.keyword_idfs(asked)
+        scores = []
+        for i, words in enumerate(stems):
+            score = 0.0
+            for stem in asked:  # a repeated stem adds again, as the backends do
+                tf = words.count(stem)
+                if tf:
+                    norm = 1 - BM25_B + BM25_B * len(words) / average
+                    score += idf[stem] * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
+            if score > 0:
+                scores.append((-score, f"d{i}.md"))
+        want = sorted(scores)[:10]
+        assert [h.score for h in got] == pytest.approx([-s for s, _ in want], rel=1e-6), query
+        # the same chunks (those tied at one score may come in another order)
+        for score in {round(h.score, 6) for h in got[:-1]} - {round(got[-1].score, 6)}:
+            assert {h.record.doc_id for h in got if round(h.score, 6) == score} == {
+                doc for s, doc in want if round(-s, 6) == score
+            }, query
+
+
 def test_delete_move_and_listings(open_adapter: Callable[..., PostgresIndexAdapter]) -> None:
     adapter = open_adapter()
     store = VectorStore(adapter)
