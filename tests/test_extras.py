@@ -79,12 +79,20 @@ def test_html_without_the_html_extra_names_it(tmp_path: Path) -> None:
 
 
 def test_a_folder_without_opt_in_files_needs_no_extra(tmp_path: Path) -> None:
-    """The default path: .docx enabled but none in the folder, office packages absent."""
+    """The default path: .docx enabled but none in the folder, no extra's package there
+    (lxml included: only the html and office extras bring it), ingest and search work."""
     root = project(tmp_path, "name: a\ntools:" + KB.format(types=".docx"))
-    env = without(tmp_path, "markitdown", "mammoth", "trafilatura", "redisvl", "anthropic")
+    extras_only = ("markitdown", "mammoth", "trafilatura", "lxml", "lxml_html_clean", "pandas")
+    servers = ("redis", "redisvl", "psycopg", "pgvector", "anthropic", "ag_ui", "plotly")
+    env = without(tmp_path, *extras_only, *servers, "rouge_score", "sacrebleu")
     done = run_holodeck("ingest", cwd=root, env=env, own_process=True)
     assert done.returncode == 0, done.stderr
     assert "1 new" in done.stderr
+    found = run_holodeck(
+        "search", "how often is a task retried", cwd=root, env=env, own_process=True
+    )
+    assert found.returncode == 0, found.stderr
+    assert "retried three times" in found.stdout
 
 
 @pytest.mark.parametrize(

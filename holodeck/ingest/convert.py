@@ -51,7 +51,6 @@ from holodeck.config.file_limits import (
 )
 from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages, unescape_markdown
 from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, path_text, within
-from holodeck.ingest.html_page import page_content, title_key
 from holodeck.ingest.locations import Anchors
 from holodeck.ingest.sections import (
     Heading,
@@ -366,6 +365,8 @@ def _html_text(html: str, suffix: str) -> Converted:
     trafilatura finds only a few words of it, or flattens its code examples (a short page
     goes through a fallback that joins the lines of a ``<pre>``).
     """
+    from holodeck.ingest.html_page import page_content  # lxml: the html extra's
+
     page = page_content(html)
     if not page.html:
         raise ConversionError(REASON_EMPTY)
@@ -396,6 +397,8 @@ def _with_anchors(
 ) -> tuple[Heading, ...]:
     """Each converted heading with the anchor of the page's heading of the same title,
     matched in page order (a few headings the extractor left out are skipped over)."""
+    from holodeck.ingest.html_page import title_key
+
     out = []
     at = 0
     for h in headings:
