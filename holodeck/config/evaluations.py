@@ -270,7 +270,7 @@ class CodeMetric(_Metric):
             "fails the metric with the message; true: the case is an error."
         ),
     )
-    timeout: float = Field(
+    timeout: Float = Field(
         default=DEFAULT_GRADER_TIMEOUT, gt=0, description="Seconds one call may take."
     )
     _function: Any = PrivateAttr(default=None)
