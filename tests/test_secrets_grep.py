@@ -44,6 +44,9 @@ tools:
     source: docs
 """
 
+#: A probe thread that dies on a URL is a fault a user would see (a traceback), not noise.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+
 
 def assert_no_secret(texts: list[str], secrets: tuple[str, ...]) -> None:
     for text in texts:

@@ -65,7 +65,7 @@ def imported(*args: str, cwd: Path, command: str = "search", stdin: str = "") ->
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert "Found" in result.stdout or command != "search"
+    assert "[1] Score:" in result.stdout or command != "search"
     return {
         line.rsplit("|", 1)[1].strip()
         for line in result.stderr.splitlines()

