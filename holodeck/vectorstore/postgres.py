@@ -79,6 +79,8 @@ EF_SEARCH = 100
 #: search is an exact scan: a few milliseconds), and the memory its build may take.
 HNSW_FROM = 20_000
 HNSW_BUILD_MEMORY = "512MB"
+#: Chunks written through one adapter after which ``flush`` refreshes the statistics.
+ANALYZE_AFTER = 1_000
 #: Chunks written by one INSERT statement (a document's slice is at most 256).
 INSERT_ROWS = 256
 #: Columns of a chunk row, in the order ``_record`` reads them.
@@ -193,6 +195,7 @@ class PostgresIndexAdapter:
         self._connections_lock = threading.Lock()
         self._info: IndexInfo | None = None
         self._vector_index = False  # known to exist (then never asked again)
+        self._written = 0  # chunks written since the statistics were last refreshed
         #: Chunks holding each stem, as counted when the index had had ``_df_at`` writes.
         self._df: dict[str, int] = {}
         self._df_at = -1
@@ -405,6 +408,7 @@ class PostgresIndexAdapter:
             sql.SQL("{0} = excluded.{0}").format(sql.Identifier(c)) for c in _WRITTEN[1:]
         )
         one = sql.SQL("({})").format(sql.SQL(", ").join(sql.Placeholder() * len(_WRITTEN)))
+        self._written += len(rows)
         for start in range(0, len(rows), INSERT_ROWS):
             part = rows[start : start + INSERT_ROWS]
             query = sql.SQL(
@@ -782,14 +786,23 @@ class PostgresIndexAdapter:
             yield
 
     def flush(self) -> None:
-        """At an ingest's end: build the HNSW index once the index holds ``HNSW_FROM``
-        chunks (every transaction is committed already). Built in one go, not row by row:
-        pgvector's build from a full table is many times faster than its inserts, and below
-        that size an exact scan answers in milliseconds. Searches go on while it builds."""
-        if self.algorithm != "HNSW" or self.describe() is None or self._vector_index:
-            return
+        """At an ingest's end (every transaction is committed already): the planner's
+        statistics brought up to date after many writes, and the HNSW index built once the
+        index holds ``HNSW_FROM`` chunks.
+
+        Without fresh statistics a table just filled looks empty to the planner, which then
+        scans and sorts every vector instead of using the HNSW index until autovacuum's
+        first ANALYZE (measured: 250 ms against 10 ms a query at 30,000 chunks). The HNSW
+        index is built in one go, not row by row: pgvector's build from a full table is
+        many times faster than its inserts, and below that size an exact scan answers in
+        milliseconds. Searches go on while it builds."""
         with self._guard():
             conn = self._conn()
+            if self._written >= ANALYZE_AFTER:
+                conn.execute(self._q("ANALYZE {chunks}"))
+                self._written = 0
+            if self.algorithm != "HNSW" or self.describe() is None or self._vector_index:
+                return
             if _fetch_one(conn, "SELECT to_regclass(%s)", self._plain("chunks_vector")):
                 self._vector_index = True
                 return
@@ -804,6 +817,7 @@ class PostgresIndexAdapter:
                         sql.SQL(_OPERATORS[self.metric][1]),
                     )
                 )
+            conn.execute(self._q("ANALYZE {chunks}"))
         self._vector_index = True
 
     def close(self) -> None:

@@ -200,6 +200,38 @@ def test_the_hnsw_index_waits_for_size_and_a_rebuild_drops_it(
     assert not vector_index()
 
 
+def test_an_ingests_end_refreshes_the_planners_statistics(
+    open_adapter: Callable[..., PostgresIndexAdapter],
+    pg_url: str,
+    pg_index_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A table just filled looks empty to the planner until it is analysed (then it scans
+    and sorts every vector instead of using the HNSW index): flush analyses it after many
+    writes."""
+    monkeypatch.setattr(pg, "ANALYZE_AFTER", 30)
+    store = VectorStore(open_adapter())
+    rng = np.random.default_rng(22)
+
+    def analysed() -> bool:
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute(
+                "SELECT last_analyze FROM pg_stat_user_tables WHERE relname = %s",
+                (f"{pg_index_name}_chunks",),
+            ).fetchone()
+        return row is not None and row[0] is not None
+
+    store.upsert_chunks("t1", [make_record(unit(rng), index=i) for i in range(20)])
+    store.flush()
+    assert not analysed()
+    store.upsert_chunks("t1", [make_record(unit(rng), index=i) for i in range(20, 40)])
+    store.flush()
+    deadline = time.monotonic() + 30  # the statistics collector reports a moment later
+    while not analysed():
+        assert time.monotonic() < deadline, "the chunks table was never analysed"
+        time.sleep(0.1)
+
+
 def test_records_come_back_whole_and_upsert_replaces_every_field(
     open_adapter: Callable[..., PostgresIndexAdapter],
 ) -> None:
