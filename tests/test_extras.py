@@ -147,7 +147,7 @@ def test_every_extra_the_code_names_is_in_pyproject_and_in_all() -> None:
     named = set(re.findall(r'require\(\s*"(\w+)"', code)) | {
         e for e, _ in FILE_TYPE_EXTRAS.values()
     }
-    assert named == {"office", "html", "redis", "anthropic", "metrics"}
+    assert named == {"office", "html", "redis", "postgres", "anthropic", "metrics", "traces"}
     everything = extras["all"][0]
     for extra in named:
         assert extra in extras and extra in everything
