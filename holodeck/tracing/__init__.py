@@ -191,7 +191,7 @@ _state = _State()
 def write_to(path: str | Path) -> None:
     """Write every span of this process to ``path``, one JSON object per line; a path that
     cannot be written, or the SDK not installed, is said at once (ConfigError, MissingExtra)."""
-    _require()
+    _require(otlp=False)
     try:
         _state.stream = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed at shutdown)
     except OSError as exc:
@@ -201,20 +201,19 @@ def write_to(path: str | Path) -> None:
 
 def configure(settings: TraceSettings) -> None:
     """Trace as an agent's ``observability:`` block says (the first block read wins)."""
-    _require()
+    _require(otlp=settings.otlp is not None)
     if _state.settings is None and _state.tracer is None:
         _state.settings = settings
         _state.wanted = True
 
 
-def _require() -> None:
-    """The ``traces`` extra is installed, else one line naming it."""
-    require(
-        "traces",
-        "opentelemetry.sdk",
-        "opentelemetry.exporter.otlp.proto.http",
-        feature="tracing (--trace or observability:)",
-    )
+def _require(otlp: bool) -> None:
+    """The ``traces`` extra is installed, else one line naming it (the OTLP exporter is
+    looked for only when spans are sent over OTLP: it is most of the extra's import time)."""
+    modules = ["opentelemetry.sdk.trace"]
+    if otlp:
+        modules.append("opentelemetry.exporter.otlp.proto.http")
+    require("traces", *modules, feature="tracing (--trace or observability:)")
 
 
 def on() -> bool:
@@ -243,10 +242,12 @@ def span(
     tracer = _state.tracer or _start()
     if tracer is None:
         return _OFF
-    from opentelemetry import propagate, trace
+    from opentelemetry import trace
 
     context = parent
-    if carrier is not None:
+    if carrier is not None:  # a caller's trace (serve): the W3C propagator loads only here
+        from opentelemetry import propagate
+
         context = propagate.extract(dict(carrier))
     attrs = {k: _safe(v) for k, v in (attributes or {}).items() if v is not None}
     if reuse:

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from opentelemetry.exporter.otlp.proto.http import Compression
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -29,7 +27,6 @@ from holodeck.tracing.settings import ConsoleSettings, OtlpSettings, TraceSettin
 
 #: The OTLP/HTTP port; the original HoloDeck's default endpoint is the gRPC one (4317).
 OTLP_HTTP_PORT = 4318
-_COMPRESSION = {"gzip": Compression.Gzip, "deflate": Compression.Deflate}
 
 
 class JsonLinesExporter(SpanExporter):
@@ -106,12 +103,17 @@ def _console(console: ConsoleSettings) -> ConsoleSpanExporter:
     return ConsoleSpanExporter(out=sys.stderr, formatter=formatter)
 
 
-def _otlp(otlp: OtlpSettings) -> OTLPSpanExporter:
+def _otlp(otlp: OtlpSettings) -> SpanExporter:
+    """The OTLP/HTTP (protobuf) exporter, imported only when one is configured."""
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    compression = {"gzip": Compression.Gzip, "deflate": Compression.Deflate}
     return OTLPSpanExporter(
         endpoint=traces_url(otlp.endpoint),
         headers=dict(otlp.headers),
         timeout=otlp.timeout_ms / 1000,
-        compression=_COMPRESSION.get((otlp.compression or "").lower()),
+        compression=compression.get((otlp.compression or "").lower()),
     )
 
 

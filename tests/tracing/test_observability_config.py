@@ -132,7 +132,8 @@ def test_a_bad_pattern_is_one_line_with_its_place(tmp_path: Path) -> None:
 def test_without_the_extra_tracing_stops_with_one_line_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)  # as if not installed
+    for module in ("opentelemetry.sdk", "opentelemetry.sdk.trace"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     project(tmp_path, ORIGINAL.split("observability:")[0])
     done = run_holodeck("--trace", "t.jsonl", "ingest", cwd=tmp_path)
     assert done.returncode == 2
