@@ -353,6 +353,8 @@ def shutdown() -> None:
 
 def reset() -> None:
     """Forget every setting and the tracer (tests: each starts with tracing off)."""
-    shutdown()
     global _state
+    shutdown()
+    if _state.provider is None and _state.stream is not None:
+        _state.stream.close()  # asked for, never started
     _state = _State()

@@ -146,3 +146,17 @@ def test_without_the_extra_tracing_stops_with_one_line_naming_it(
     project(tmp_path, ORIGINAL)
     with pytest.raises(MissingExtra, match=r"pip install 'holodeck\[traces\]'"):
         load_project(tmp_path / "agent.yaml")
+
+
+def test_sample_rate_zero_keeps_no_span(tmp_path: Path) -> None:
+    base = ORIGINAL.split("observability:")[0]
+    block = "observability:\n  enabled: true\n  traces: {sample_rate: 0.0}\n"
+    block += "  exporters: {console: {enabled: false}}\n"
+    project(tmp_path, base + block)
+    done = run_holodeck("--trace", "t.jsonl", "ingest", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "t.jsonl").read_text() == ""
+    project(tmp_path, base + block.replace("0.0", "1.0"))
+    (tmp_path / "docs" / "b.md").write_text("More text.\n")
+    assert run_holodeck("--trace", "t.jsonl", "ingest", cwd=tmp_path).returncode == 0
+    assert "holodeck.ingest kb" in (tmp_path / "t.jsonl").read_text()
