@@ -15,6 +15,7 @@ SCRIPTS = [
     "bench_redis.py",
     "bench_redis_ingest.py",
     "bench_serve.py",
+    "bench_serve_rest.py",
 ]
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ with one line naming the extra to install, never an ImportError.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from holodeck.errors import MissingExtra
 
@@ -45,3 +46,18 @@ def require_for_types(suffixes: set[str], owner: str) -> None:
     for suffix in sorted(suffixes & FILE_TYPE_EXTRAS.keys()):
         extra, modules = FILE_TYPE_EXTRAS[suffix]
         require(extra, *modules, feature=f"{owner}: reading {suffix} files")
+
+
+def missing_for_types(suffixes: set[str]) -> list[str]:
+    """The extras ``suffixes`` need that are not installed, sorted; nothing is imported."""
+    missing = set()
+    for suffix in suffixes & FILE_TYPE_EXTRAS.keys():
+        extra, modules = FILE_TYPE_EXTRAS[suffix]
+        for module in modules:
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                missing.add(extra)
+    return sorted(missing)

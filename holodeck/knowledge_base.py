@@ -40,13 +40,7 @@ from holodeck.errors import ConfigError, DamagedIndex, IndexFull, IndexNotWritab
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.library import LibraryTarget, is_current
 from holodeck.ownership import check_readable
-from holodeck.results import (
-    SearchResult,
-    Where,
-    below_threshold,
-    format_results,
-    no_results,
-)
+from holodeck.results import SearchResult, View, below_threshold, no_results, render
 from holodeck.retrieval.fusion import SearchMode
 from holodeck.retrieval.hybrid import retrieve
 from holodeck.vectorstore.factory import open_index
@@ -359,14 +353,12 @@ class KnowledgeBase:
         total: int,
         min_score: float | None = None,
         *,
-        where: Where = None,
+        view: View = "contract",
     ) -> str:
-        """The contract's text for a result list (``total`` = hits before the score filter).
-
-        ``where`` adds where in its file each result is (``formatting.Where``).
-        """
+        """A result list as text in ``view`` (``results.render``; ``total`` = hits before the
+        score filter); no results is the contract's sentence in every view."""
         if results:
-            return format_results(results, where=where)
+            return render(results, view, query).plain
         if min_score is None:
             min_score = self.resolved.config.min_similarity_score
         if total and min_score is not None:
@@ -454,12 +446,13 @@ class KnowledgeBase:
         results = []
         for rank, passage in enumerate(passages, start=1):
             best = passage.best.record
+            content = passage.text_within(bound)
             results.append(
                 SearchResult(
                     rank=rank,
                     score=passage.score,
                     source_path=best.source_path,
-                    content=passage.text_within(bound),
+                    content=content,
                     chunk_id=best.chunk_id,
                     doc_id=best.doc_id,
                     book_id=best.book_id,
@@ -469,6 +462,7 @@ class KnowledgeBase:
                     location=passage.location,
                     section=passage.section,
                     span=passage.span,
+                    places=passage.places_within(content),
                     chunks=[c.record.chunk_index for c in passage.chunks],
                 )
             )

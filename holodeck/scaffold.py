@@ -263,7 +263,7 @@ def example_case(source: Path) -> ExampleCase | None:
 
 
 def opt_in_types(source: Path) -> dict[str, int]:
-    """The file types a tool reads only when asked (.docx .pptx .xlsx .html .htm) that
+    """The file types a tool reads only when asked (.docx .pptx .xlsx .html .htm .adoc) that
     ``source`` holds, with how many files of each, in the order of ``ALL_FILE_TYPES``."""
     from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES
     from holodeck.ingest.discover import discover

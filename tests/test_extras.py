@@ -7,6 +7,7 @@ its import in a new ``holodeck`` process, as a default install would lack it.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -78,12 +79,20 @@ def test_html_without_the_html_extra_names_it(tmp_path: Path) -> None:
 
 
 def test_a_folder_without_opt_in_files_needs_no_extra(tmp_path: Path) -> None:
-    """The default path: .docx enabled but none in the folder, office packages absent."""
+    """The default path: .docx enabled but none in the folder, no extra's package there
+    (lxml included: only the html and office extras bring it), ingest and search work."""
     root = project(tmp_path, "name: a\ntools:" + KB.format(types=".docx"))
-    env = without(tmp_path, "markitdown", "mammoth", "trafilatura", "redisvl", "anthropic")
+    extras_only = ("markitdown", "mammoth", "trafilatura", "lxml", "lxml_html_clean", "pandas")
+    servers = ("redis", "redisvl", "psycopg", "pgvector", "anthropic", "ag_ui", "plotly")
+    env = without(tmp_path, *extras_only, *servers, "rouge_score", "sacrebleu")
     done = run_holodeck("ingest", cwd=root, env=env, own_process=True)
     assert done.returncode == 0, done.stderr
     assert "1 new" in done.stderr
+    found = run_holodeck(
+        "search", "how often is a task retried", cwd=root, env=env, own_process=True
+    )
+    assert found.returncode == 0, found.stderr
+    assert "retried three times" in found.stdout
 
 
 @pytest.mark.parametrize(
@@ -144,11 +153,32 @@ def test_every_extra_the_code_names_is_in_pyproject_and_in_all() -> None:
         "optional-dependencies"
     ]
     code = "\n".join(p.read_text(encoding="utf-8") for p in (repo / "holodeck").rglob("*.py"))
-    named = set(re.findall(r'require\(\s*"(\w+)"', code)) | {
+    named = set(re.findall(r'require\(\s*"([\w-]+)"', code)) | {
         e for e, _ in FILE_TYPE_EXTRAS.values()
     }
-    assert named == {"office", "html", "redis", "postgres", "anthropic", "metrics", "traces"}
+    assert named == {
+        "office", "html", "redis", "postgres", "anthropic", "metrics", "view", "ag-ui", "traces"
+    }  # fmt: skip
     everything = extras["all"][0]
     for extra in named:
         assert extra in extras and extra in everything
     assert "holodeck[all]" in extras["test"]
+
+
+def test_init_enabling_a_type_says_which_extra_reading_it_needs(tmp_path: Path) -> None:
+    """init enables the .docx it finds; without the office extra it says what to install,
+    with it, nothing more."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("The dashboard listens on port 8080.")
+    root = tmp_path / "p"
+    document.save(str(write(root / "docs" / "a.md", "# A\n\nText.\n").parent / "b.docx"))
+    done = run_holodeck("init", cwd=root, env=without(tmp_path, "mammoth"), own_process=True)
+    assert done.returncode == 0, done.stderr
+    assert "Reading them needs pip install 'holodeck[office]' (not installed)" in done.stdout
+    shutil.rmtree(root / ".holodeck")
+    (root / "agent.yaml").unlink()
+    done = run_holodeck("init", cwd=root, own_process=True)
+    assert done.returncode == 0, done.stderr
+    assert "Enabled .docx" in done.stdout and "pip install" not in done.stdout

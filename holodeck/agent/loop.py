@@ -496,7 +496,8 @@ class Agent:
             raise ValueError("Search query cannot be empty: pass a 'query' string")
         cleaned = clean_query(query)
         results, total = await asyncio.to_thread(tool.find, cleaned)
-        output = tool.render(cleaned, results, total)
+        # The model's view: each result says where it is, so the answer can cite it.
+        output = tool.render(cleaned, results, total, view="model")
         return ToolCallRecord(call_id, name, arguments, query, output, results, None)
 
     # -- retrieval-only ----------------------------------------------------------------

@@ -1,9 +1,8 @@
 """Text the chat shows besides LLM answers: search results, tool-call lines, commands, banners.
 
-The terminal and the line mode (pipes, scripts) show the same facts; the terminal adds
-styles (rich ``Text``: the query's words highlighted) and shorter result headers, the line
-mode prints ``Text.plain`` in a stable form for scripts.
-Results are numbered across the last message's searches, so ``/show N`` names one.
+Results are ``holodeck.results.render``'s: its terminal view on a terminal, its compact
+view in the line mode (pipes, scripts), the same facts in both. Results are numbered
+across the last message's searches, so ``/show N`` names one.
 """
 
 from __future__ import annotations
@@ -13,14 +12,7 @@ import json
 from rich.text import Text
 
 from holodeck.agent.loop import Agent, ToolCallRecord
-from holodeck.results import (
-    MAX_WIDTH,
-    SearchResult,
-    highlighted,
-    query_terms,
-    result_header,
-    result_lines,
-)
+from holodeck.results import MAX_WIDTH, SearchResult, View, keep_end, render, shorten_middle
 
 COMMANDS = (
     ("/help", "this list"),
@@ -98,21 +90,23 @@ def numbered(records: list[ToolCallRecord]) -> list[tuple[int, ToolCallRecord, S
 def compact_results(
     records: list[ToolCallRecord], width: int = MAX_WIDTH, terminal: bool = False
 ) -> Text:
-    """The retrieval-only answer: per result its header and a few lines around the best match.
+    """The retrieval-only answer: per result its header and a few lines around the best match
+    (the terminal view with ``terminal``, else the compact view).
 
     Each search's results come under a ``## tool`` heading when there are several searches;
-    a search with no results or an error shows the tool's own text for it. ``terminal``
-    chooses the header's form (``result_header``).
+    a search with no results or an error shows the tool's own text for it.
     """
-    numbers = iter(numbered(records))
+    view: View = "terminal" if terminal else "compact"
     blocks = []
+    number = 1
     for record in records:
         lines = [Text(f"## {record.tool}", style="bold")] if len(records) > 1 else []
-        if not record.results:
+        if record.results:
+            shown = render(record.results, view, record.query or "", width, first=number)
+            lines.append(shown.rich())
+            number += len(record.results)
+        else:
             lines.append(Text(record.output))
-        for _ in record.results:
-            number, _, result = next(numbers)
-            lines += result_lines(number, result, record.query or "", width, terminal)
         blocks.append(Text("\n").join(lines))
     return Text("\n\n").join(blocks)
 
@@ -125,8 +119,8 @@ def show_result(records: list[ToolCallRecord], arg: str, terminal: bool = False)
     if not arg.isdigit() or not 1 <= int(arg) <= len(results):
         return Text(f"/show takes a result number from 1 to {len(results)}.")
     number, record, result = results[int(arg) - 1]
-    body = highlighted(result.content, query_terms(record.query or ""))
-    return Text("\n").join([result_header(number, result, terminal), body])
+    view: View = "terminal" if terminal else "compact"
+    return render([result], view, record.query or "", full=True, first=number).rich()
 
 
 def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
@@ -154,7 +148,7 @@ def sources_text(records: list[ToolCallRecord], width: int = MAX_WIDTH) -> str:
         rows = [(*row[:3], _fit_where(row[3], widths[3]), row[4]) for row in rows]
     if excess > 0:
         widths[2] = max(len("source"), widths[2] - excess)
-        rows = [(*row[:2], _keep_end(row[2], widths[2]), *row[3:]) for row in rows]
+        rows = [(*row[:2], keep_end(row[2], widths[2]), *row[3:]) for row in rows]
     lines = (
         [
             "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
@@ -176,20 +170,15 @@ def _location_of(where: str) -> str:
 
 
 def _fit_where(where: str, width: int) -> str:
-    """A where cell in ``width``: its section cut short (``Retries › Back… · lines 3-9``),
-    the location whole."""
+    """A where cell in ``width``: its section shortened in its middle
+    (``Retries › … › Backoff · lines 3-9``), the location whole."""
     if len(where) <= width:
         return where
     if " · " not in where:
-        return where[: max(1, width - 1)] + "…"
+        return shorten_middle(where, width) or where[: max(1, width - 1)] + "…"
     section, location = where.rsplit(" · ", 1)
-    room = width - len(location) - len(" · ") - 1
-    return f"{section[:room]}… · {location}" if room > 0 else location
-
-
-def _keep_end(text: str, width: int) -> str:
-    """``text`` cut to ``width`` from the left: ``…/operations/upgrade-notes.txt``."""
-    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+    short = shorten_middle(section, width - len(location) - len(" · "))
+    return f"{short} · {location}" if short else location
 
 
 def tools_text(agent: Agent) -> str:

@@ -392,7 +392,8 @@ class _TerminalOutput:
 
     def results(self, answer: Text) -> None:
         self._stop()
-        # Snippets come wrapped to the width; a header too long is cut with "…", not wrapped.
+        # Snippets come wrapped and headers fitted to the width (the location kept whole):
+        # nothing is cut here, but a line a resize made too long ends in "…", not wrapped.
         self.console.print(answer, no_wrap=True, overflow="ellipsis")
 
     def finish(self) -> None:

@@ -50,7 +50,13 @@ def ingest(
         if watch:
             _watch(tools, force_ingest, quiet)
             return
-        ingest_tools(tools, force_ingest, quiet or as_json, show_summary=not as_json)
+        ingest_tools(
+            tools,
+            force_ingest,
+            quiet or as_json,
+            show_summary=not as_json,
+            first_ingest_line=True,
+        )
         if as_json:
             out = []
             for tool in tools:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from holodeck.extras import missing_for_types
 from holodeck.scaffold import INDEX_IGNORE, init_project
 
 
@@ -47,5 +48,8 @@ def init(ctx: click.Context, directory: str, source: str | None, force: bool) ->
     if result.enabled_types:
         found = ", ".join(f"{n} {t}" for t, n in result.enabled_types.items())
         click.echo(f"Enabled {' '.join(result.enabled_types)} in file_types ({found} in {shown})")
+        if missing := missing_for_types(set(result.enabled_types)):
+            extras = ",".join(missing)
+            click.echo(f"Reading them needs pip install 'holodeck[{extras}]' (not installed)")
     where = "" if result.root == Path.cwd().resolve() else f"cd {directory} && "
     click.echo(f"Next: {where}holodeck ingest && holodeck test   (then: holodeck serve)")

@@ -1,16 +1,20 @@
 """Progress display for ingestion: a rich bar per tool on a terminal, plain lines otherwise.
 
 Both count tokens, the unit the model's time follows (``holodeck.ingest.status``), so they
-move inside a big file and the time left is worth reading.
+move inside a big file and the time left is worth reading; a file bigger than a window
+shows its own chunks embedded, and a long PDF its pages as they are read. A library's
+first ingest starts with a line that says what it will take.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 
 import click
 from rich.console import RenderableType
@@ -32,12 +36,14 @@ def ingest_tools(
     show_summary: bool = True,
     wait: bool = True,
     only_work: bool = False,
+    first_ingest_line: bool = False,
 ) -> None:
     """Initialize each tool with a progress display; its one-line summary goes to stderr.
 
     Readers (search, chat, test) pass ``wait=False``: they never wait for another ingest.
     ``only_work`` (search) shows the summary only when files were ingested or removed, so
-    a run with nothing to do prints nothing.
+    a run with nothing to do prints nothing. ``first_ingest_line`` (``ingest``): a
+    library's first ingest starts with what it will take.
     """
 
     def done(tool: KnowledgeBase) -> None:
@@ -47,7 +53,10 @@ def ingest_tools(
             return
         click.echo(tool.summary_line(), err=True)
 
-    initialize_tools(tools, force, lambda name: ingest_progress(name, quiet), done, wait)
+    def progress(name: str) -> AbstractContextManager[Progress]:
+        return ingest_progress(name, quiet, first_ingest_line)
+
+    initialize_tools(tools, force, progress, done, wait)
 
 
 class WatchReport:
@@ -80,7 +89,7 @@ class WatchReport:
 
     def progress(self, tool: str) -> AbstractContextManager[Progress]:
         """The usual progress display of one tool's pass."""
-        return ingest_progress(tool, self.quiet)
+        return ingest_progress(tool, self.quiet, first_ingest_line=True)
 
     def done(self, tool: KnowledgeBase) -> None:
         self.failures.pop(tool.name, None)
@@ -108,8 +117,11 @@ class WatchReport:
 
 
 @contextmanager
-def ingest_progress(tool: str, quiet: bool = False) -> Iterator[Progress]:
-    """Callbacks that draw ``tool``'s progress on stderr while the block runs.
+def ingest_progress(
+    tool: str, quiet: bool = False, first_ingest_line: bool = False
+) -> Iterator[Progress]:
+    """Callbacks that draw ``tool``'s progress on stderr while the block runs (and, with
+    ``first_ingest_line``, the line a library's first ingest starts with).
 
     Nothing is drawn until the model starts on the first chunks (``status.current`` is
     set): a run with nothing to embed (nothing changed, or only a file that fails again)
@@ -120,28 +132,71 @@ def ingest_progress(tool: str, quiet: bool = False) -> Iterator[Progress]:
         return
     display = _Bar(tool) if sys.stderr.isatty() else _Lines(tool)
     try:
-        yield Progress(start=display.start, update=display.update)
+        yield Progress(
+            start=display.start,
+            update=display.update,
+            first_ingest=partial(_first_ingest, tool) if first_ingest_line else _nothing,
+            reading=display.reading,
+        )
     finally:
         display.close()
 
 
+#: Seconds the local model takes per million tokens on the development machine's 2 idle
+#: cores, a cold ingest of real files (docs/ingestion.md, "A first ingest").
+LOCAL_SECONDS_PER_MILLION_TOKENS = 175
+
+
+def _first_ingest(tool: str, files: int, tokens: int, provider: str) -> None:
+    """The line a library's first ingest starts with: what it will take, and that search
+    need not wait for it."""
+    what = f"{tool}: first ingest, {files:,} files, about {_short(tokens)} tokens to embed"
+    if provider:
+        what += f" through {provider}"
+    else:
+        seconds = tokens * LOCAL_SECONDS_PER_MILLION_TOKENS / 1_000_000
+        rate = _duration(LOCAL_SECONDS_PER_MILLION_TOKENS)
+        what += (
+            f": about {_duration(seconds)} with the local model "
+            f"({rate} per million tokens on 2 idle cores)"
+        )
+    click.echo(f"{what}; search answers from what is stored meanwhile", err=True)
+
+
+def _nothing(*args: object) -> None:
+    """A callback that shows nothing."""
+
+
+def _duration(seconds: float) -> str:
+    """``10 s``, ``4 min``, ``1 h 20 min``: an estimate, rounded as one."""
+    if seconds < 60:
+        return f"{max(5, round(seconds / 5) * 5)} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
+
+
 class _Bar:
     """A rich bar over the tokens to embed: files, chunks and tokens done and the time left
-    on one line, the file being embedded on the next (80 columns hold both)."""
+    on one line, the file being embedded on the next (80 columns hold both), and under it
+    the pages of a PDF being read, while one is."""
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
         self.clock = _Clock()
         self.bar: _TwoLineProgress | None = None
         self.task: TaskID | None = None
+        self.lock = threading.Lock()  # reading() comes from the converting thread
+
+    #: Pages from which a PDF read before the model starts draws the bar.
+    LONG_PDF = 20
 
     def start(self, files: int, todo: int) -> None:
         pass
 
-    def update(self, status: IngestStatus) -> None:
+    def _started(self) -> tuple[_TwoLineProgress, TaskID]:
         if self.bar is None or self.task is None:
-            if not status.current:
-                return
             self.bar = _TwoLineProgress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(bar_width=12),
@@ -152,14 +207,28 @@ class _Bar:
             )
             self.bar.start()
             self.task = self.bar.add_task(self.tool, total=None, counts="")
-        self.bar.current = f"  embedding {status.current}"
-        left = self.clock.left(status)
-        self.bar.update(
-            self.task,
-            total=max(status.tokens_total, status.tokens_embedded, 1),
-            completed=status.tokens_embedded,
-            counts=_counts(status) + (f" · {left} left" if left else ""),
-        )
+        return self.bar, self.task
+
+    def update(self, status: IngestStatus) -> None:
+        with self.lock:
+            if self.bar is None and not status.current:
+                return
+            bar, task = self._started()
+            bar.current = f"  embedding {status.current}" if status.current else ""
+            left = self.clock.left(status)
+            bar.update(
+                task,
+                total=max(status.tokens_total, status.tokens_embedded, 1),
+                completed=status.tokens_embedded,
+                counts=_counts(status) + (f" · {left} left" if left else ""),
+            )
+
+    def reading(self, rel_path: str, done: int, total: int) -> None:
+        with self.lock:
+            if self.bar is None and total < self.LONG_PDF:
+                return  # a short PDF before the model starts: nothing worth drawing yet
+            bar, _ = self._started()
+            bar.reading = f"  reading {rel_path}: page {done:,}/{total:,}" if done < total else ""
 
     def close(self) -> None:
         if self.bar is not None:
@@ -167,21 +236,26 @@ class _Bar:
 
 
 class _TwoLineProgress(RichProgress):
-    """rich's Progress with a second line under the bars: the file being embedded."""
+    """rich's Progress with lines under the bars: the file being embedded, the PDF being
+    read."""
 
     current = ""
+    reading = ""
 
     def get_renderables(self) -> Iterable[RenderableType]:
         yield self.make_tasks_table(self.tasks)
-        if self.current:
-            yield Text(self.current, no_wrap=True, overflow="ellipsis")
+        for line in (self.current, self.reading):
+            if line:
+                yield Text(line, no_wrap=True, overflow="ellipsis")
 
 
 class _Lines:
     """Plain lines for logs and CI: one when the model starts, then one at every tenth of
-    the tokens or every ``EVERY`` seconds, whichever comes first."""
+    the tokens or every ``EVERY`` seconds, whichever comes first; and one at every tenth of
+    the pages of a PDF of at least ``LONG_PDF`` pages being read."""
 
     EVERY = 30.0
+    LONG_PDF = 100
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
@@ -190,9 +264,15 @@ class _Lines:
         self.last = 0.0
         self.next_tenth = 1
         self.shown = False
+        self.lock = threading.Lock()  # reading() comes from the converting thread
 
     def start(self, files: int, todo: int) -> None:
         self.files = files
+
+    def reading(self, rel_path: str, done: int, total: int) -> None:
+        if total >= self.LONG_PDF and done * 10 // total > (done - 1) * 10 // total:
+            with self.lock:
+                click.echo(f"{self.tool}: reading {rel_path}: page {done:,}/{total:,}", err=True)
 
     def update(self, status: IngestStatus) -> None:
         left = self.clock.left(status)
@@ -201,7 +281,10 @@ class _Lines:
                 return
             self.shown = True
             self.last = time.monotonic()
-            click.echo(f"{self.tool}: {self.files} files, {status.files_todo} to ingest", err=True)
+            with self.lock:
+                click.echo(
+                    f"{self.tool}: {self.files} files, {status.files_todo} to ingest", err=True
+                )
         now = time.monotonic()
         total = max(status.tokens_total, status.tokens_embedded, 1)
         tenth = status.tokens_embedded * 10 // total
@@ -215,7 +298,8 @@ class _Lines:
         if left:
             parts.append(f"{left} left")
         parts.append(status.current)
-        click.echo(" · ".join(parts), err=True)
+        with self.lock:
+            click.echo(" · ".join(parts), err=True)
 
     def close(self) -> None:
         pass

@@ -18,7 +18,7 @@ from holodeck.cli.options import FiniteRange, agent_option, agent_path
 from holodeck.config.loader import load_project
 from holodeck.ingest.discover import path_text
 from holodeck.knowledge_base import KnowledgeBase, clean_query, quick_start, settle
-from holodeck.results import SearchResult, search_json, tool_results_json
+from holodeck.results import SearchResult, render, search_json, tool_results_json
 from holodeck.retrieval.fusion import MODES, SearchMode
 from holodeck.vectorstore.records import ChunkFilters
 
@@ -94,7 +94,7 @@ def _short_flags(arg: str, takes_value: dict[str, bool]) -> bool:
 @click.option(
     "--full",
     is_flag=True,
-    help="On a terminal, print each passage whole (default: the lines that best match).",
+    help="Print each passage whole (default: the lines that best match).",
 )
 @click.option(
     "--no-ingest",
@@ -121,10 +121,10 @@ def search(
     """Search the knowledge bases (ingesting whatever changed first, with its progress on
     stderr; --no-ingest searches what is indexed now).
 
-    On a terminal each result shows where it is and the lines that best match, the query's
-    words highlighted (--full: whole passages); piped, the text the LLM reads with each
-    result's location and section; --json for scripts. A query starting with "-" is
-    searched as it is (holodeck search --no-ff).
+    Each result shows where it is (file, section, location) and the lines that best
+    match, the query's words highlighted on a terminal; piped, the same in a stable
+    plain form (--full: whole passages; --json: every field, passages whole). A query
+    starting with "-" is searched as it is (holodeck search --no-ff).
     """
     try:
         query = clean_query(query)
@@ -177,15 +177,29 @@ def search(
         elif sys.stdout.isatty():
             _show_on_terminal(query, found, min_score, full)
         else:
-            texts = []
-            for tool, results, total in found:
-                text = tool.render(query, results, total, min_score, where="label")
-                texts.append(text if len(tools) == 1 else f"## {tool.name}\n\n{text}")
-            click.echo("\n\n".join(texts))
+            click.echo(_piped(query, found, min_score, full))
     finally:
         for tool in tools:
             tool.close()
     ctx.obj["exit_fast"] = True  # answered, flushed and closed: see main()
+
+
+def _piped(
+    query: str,
+    found: list[tuple[KnowledgeBase, list[SearchResult], int]],
+    min_score: float | None,
+    full: bool,
+) -> str:
+    """The compact view, plain (per result its line with where it is, then the lines that
+    best match; ``full``: the whole passage), each tool under ``## name`` when several."""
+    blocks = []
+    for tool, results, total in found:
+        if results:
+            text = render(results, "compact", query, full=full).plain
+        else:
+            text = tool.render(query, results, total, min_score)
+        blocks.append(text if len(found) == 1 else f"## {tool.name}\n{text}")
+    return "\n\n".join(blocks)
 
 
 def _show_on_terminal(
@@ -194,21 +208,19 @@ def _show_on_terminal(
     min_score: float | None,
     full: bool,
 ) -> None:
-    """What chat shows for the same results: per result its header and the lines that best
-    match, highlighted (``full``: the whole passage), fitted to the terminal."""
+    """What chat shows for the same results: the terminal view, fitted to the terminal."""
     from rich.text import Text
 
     from holodeck.console import make_console
-    from holodeck.results import result_lines
 
     console = make_console(highlight=False, soft_wrap=full)
     blocks: list[Any] = []
     for tool, results, total in found:
         lines: list[Text] = [Text(f"## {tool.name}", style="bold")] if len(found) > 1 else []
-        if not results:
+        if results:
+            lines.append(render(results, "terminal", query, console.width, full=full).rich())
+        else:
             lines.append(Text(tool.render(query, results, total, min_score)))
-        for result in results:
-            lines += result_lines(result.rank, result, query, console.width, True, full)
         blocks.append(Text("\n").join(lines))
     console.print(Text("\n\n").join(blocks))
 

@@ -9,7 +9,7 @@ import click
 from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import WatchReport
 from holodeck.config.loader import load_project
-from holodeck.errors import ConfigError
+from holodeck.extras import require
 from holodeck.tools.vectorstore_tool import build_tools
 
 #: The original HoloDeck's port for ``serve``.
@@ -48,7 +48,8 @@ def parse_endpoint(value: str) -> tuple[str, int]:
     "--no-auth",
     "no_auth",
     is_flag=True,
-    help="Serve --http on an address other machines can reach without HOLODECK_SERVE_TOKEN "
+    help="Serve --http or --protocol rest on an address other machines can reach without "
+    "HOLODECK_SERVE_TOKEN "
     "(a proxy or firewall in front guards it); refused otherwise.",
 )
 @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable; MCP).")
@@ -58,7 +59,8 @@ def parse_endpoint(value: str) -> tuple[str, int]:
     default="mcp",
     show_default=True,
     help="mcp: the knowledge bases as MCP tools (stdio, or --http). rest: the agent itself "
-    "over HTTP (the original HoloDeck's REST API, SSE streaming, a chat page at /).",
+    "over HTTP (the original HoloDeck's REST API, SSE streaming, a chat page at /). ag-ui: "
+    "rest plus the AG-UI protocol at POST /awp.",
 )
 @click.option(
     "--port",
@@ -124,16 +126,13 @@ def serve(
     for it). An address other machines can reach (0.0.0.0, a LAN address) is served with a
     warning, and refused without the token unless --no-auth is given.
     """
-    if protocol == "ag-ui":
-        raise ConfigError(
-            "--protocol ag-ui is not built yet (no AG-UI server here); use --protocol rest, "
-            "the original HoloDeck's REST API"
-        )
-    if protocol == "rest":
+    if protocol in ("rest", "ag-ui"):
         if http is not None or tool_names:
             raise click.UsageError(
-                "--http and --tool are for MCP; --protocol rest takes --host and --port"
+                f"--http and --tool are for MCP; --protocol {protocol} takes --host and --port"
             )
+        if protocol == "ag-ui":
+            require("ag-ui", "ag_ui", feature="serve --protocol ag-ui")
         _serve_rest(
             ctx,
             agent_path(agent_opt, agent_arg),
@@ -143,6 +142,7 @@ def serve(
             cors_origins,
             rate_limit,
             max_tool_rounds,
+            agui=protocol == "ag-ui",
         )
         return
     source = ctx.get_parameter_source
@@ -192,8 +192,9 @@ def _serve_rest(
     cors_origins: str,
     rate_limit: int,
     max_tool_rounds: int,
+    agui: bool,
 ) -> None:
-    """``--protocol rest``: the agent chat runs, its knowledge bases watched."""
+    """``--protocol rest`` or ``ag-ui``: the agent chat runs, its knowledge bases watched."""
     from holodeck.agent.loop import Agent
     from holodeck.serve.rest_run import RestOptions, serve_rest
     from holodeck.serve.run import HttpEndpoint, WatchHooks
@@ -215,7 +216,7 @@ def _serve_rest(
     serve_rest(
         template,
         functions,
-        RestOptions(HttpEndpoint(host, port, no_auth), origins, rate_limit),
+        RestOptions(HttpEndpoint(host, port, no_auth), origins, rate_limit, agui),
         hooks=hooks,
         announce=lambda line: None if quiet else click.echo(line, err=True),
         warn=lambda line: click.echo(f"Warning: {line}", err=True),

@@ -32,6 +32,7 @@ from holodeck.errors import ConfigError, IngestRunning
 from holodeck.evaluations import score_text
 from holodeck.testing.baseline import DEFAULT_MAX_DROP, BaselineCheck, load_baseline
 from holodeck.testing.cases import load_cases, select_cases
+from holodeck.testing.history import record_run
 from holodeck.testing.outcomes import CaseResult, SuiteResult
 from holodeck.testing.report_markdown import baseline_line, judge_usage
 from holodeck.testing.reports import (
@@ -58,11 +59,19 @@ _REASON_CHARS = 100
 
 class _TestCommand(click.Command):
     """Also answers to ``holodeck test run [AGENT]``, as the original HoloDeck's CI scripts
-    call it (unless a file named ``run`` is the agent file meant)."""
+    call it (unless a file named ``run`` is the agent file meant), and to ``holodeck test
+    view`` (``holodeck.cli.test_view_cmd``), the original's page of the run history."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] == "run" and not Path("run").is_file():
             args = args[1:]
+        if args and args[0] == "view" and not Path("view").is_file():
+            from holodeck.cli.test_view_cmd import view
+
+            code = view.main(
+                args[1:], prog_name="holodeck test view", standalone_mode=False, obj=ctx.obj
+            )
+            ctx.exit(code if isinstance(code, int) else 0)
         return super().parse_args(ctx, args)
 
 
@@ -137,6 +146,11 @@ class _TestCommand(click.Command):
     "--no-cache", is_flag=True, help="Ask the judge again instead of reusing cached replies."
 )
 @click.option(
+    "--no-history",
+    is_flag=True,
+    help="Do not keep this run in results/<agent>/<time>.json next to agent.yaml.",
+)
+@click.option(
     "--json",
     "as_json",
     is_flag=True,
@@ -159,6 +173,7 @@ def test(
     baseline_path: Path | None,
     max_drop: float,
     no_cache: bool,
+    no_history: bool,
     as_json: bool,
 ) -> None:
     """Run the agent's test cases (ingesting whatever changed first).
@@ -222,6 +237,10 @@ def test(
     if junit_path is not None:
         write_junit(suite, junit_path)
         out.note(f"JUnit: {junit_path}")
+    if not no_history:
+        kept = record_run(project, suite)
+        if kept is not None:
+            out.note(f"History: {project.display(kept)}")
     if as_json:
         click.echo(json.dumps(suite_dict(suite), indent=2))
     ctx.exit(suite.exit_code)

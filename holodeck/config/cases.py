@@ -153,6 +153,65 @@ class ExpectedTool(ShortForm):
     count: Int = Field(default=1, ge=1, description="Calls that must match (at least).")
 
 
+#: The original HoloDeck's file ``type``s, and the extensions each is read from.
+FILE_TYPES = {
+    "pdf": (".pdf",),
+    "text": (".txt", ".md", ".json", ".html", ".htm"),
+    "csv": (".csv",),
+    "excel": (".xlsx",),
+    "word": (".docx",),
+    "powerpoint": (".pptx",),
+}
+_CELL_RANGE = re.compile(r"^[A-Za-z]{1,3}[1-9][0-9]*(?::[A-Za-z]{1,3}[1-9][0-9]*)?$")
+
+
+class FileInput(StrictModel):
+    """A file whose text is added to the message (the original HoloDeck's test-case
+    ``files:``), converted as ingestion converts it; ``pages`` of a PDF (or slides of a
+    deck), a ``sheet`` and a cell ``range`` of a workbook."""
+
+    path: str | None = Field(default=None, min_length=1, description="Relative to agent.yaml.")
+    url: str | None = None
+    type: str = Field(description=f"One of: {', '.join(FILE_TYPES)}.")
+    description: str | None = None
+    pages: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, min_length=1)
+    sheet: str | None = Field(default=None, min_length=1)
+    range: str | None = Field(default=None, description="Cells of the sheet, like A1:E100.")
+    cache: bool | None = Field(default=None, description="The original's, for URLs (unused).")
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value == "image":
+            raise ValueError(
+                "images are not read (holodeck sends the model text, with no OCR or vision); "
+                "describe the image in input:"
+            )
+        if value not in FILE_TYPES:
+            raise ValueError(f"unknown file type {value!r}; valid: {', '.join(FILE_TYPES)}")
+        return value
+
+    @field_validator("range")
+    @classmethod
+    def _cells(cls, value: str | None) -> str | None:
+        if value is not None and not _CELL_RANGE.match(value):
+            raise ValueError("write a cell range like A1:E100 (or one cell, like B2)")
+        return value
+
+    @model_validator(mode="after")
+    def _local_file(self) -> FileInput:
+        if self.url is not None:
+            raise ValueError(
+                "remote files are not fetched; download it next to agent.yaml and give its "
+                "path: instead of url:"
+            )
+        if self.path is None:
+            raise ValueError("give the file's path: (relative to agent.yaml)")
+        if self.range is not None and self.type != "excel":
+            raise ValueError("range: is for type: excel")
+        return self
+
+
 class Checks(StrictModel):
     """What one message of a test case must produce (a case's, or one turn's)."""
 
@@ -183,6 +242,12 @@ class Checks(StrictModel):
         default=None,
         min_length=1,
         description="Passages the rag and geval metrics judge instead of what the tools returned.",
+    )
+    files: list[FileInput] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=10,
+        description="Files whose text is added to the input (a PDF's pages, a workbook's sheet).",
     )
 
     @property

@@ -525,7 +525,7 @@ def _azure_metric(metric: dict[str, Any], name: str, loc: Loc, run: _Pass) -> di
 
 
 def adapt_cases(cases: Any, loc: Loc, run: _Pass) -> None:
-    """Test cases (and their turns): file inputs refused."""
+    """Test cases (and their turns): the original's metric names."""
     if not isinstance(cases, list):
         return
     for i, case in enumerate(cases):
@@ -542,10 +542,5 @@ def adapt_cases(cases: Any, loc: Loc, run: _Pass) -> None:
 def _message(item: dict[str, Any], loc: Loc, run: _Pass) -> None:
     if isinstance(item.get("evaluations"), list):
         adapt_metrics(item["evaluations"], (*loc, "evaluations"), run)
-    if item.get("files"):
-        raise run.refuse(
-            (*loc, "files"),
-            "file inputs are not supported (holodeck sends the model text)",
-            "put the file's text in input:, or index the file with a vectorstore tool",
-        )
-    item.pop("files", None)
+    if "files" in item and not item["files"]:
+        del item["files"]  # files: [] (or null): none

@@ -198,9 +198,9 @@ class GEvalMetric(_Metric):
         for param in value:
             if param == "context":
                 raise ValueError(
-                    "'context' is the original HoloDeck's test-case files: content, which "
-                    "holodeck does not read; use retrieval_context (the passages the tools "
-                    "returned)"
+                    "'context' (the original HoloDeck's test-case files: content) is not shown "
+                    "to a geval judge here (the files go to the agent); use retrieval_context "
+                    "(the passages the tools returned) or input"
                 )
             if param not in EVALUATION_PARAMS:
                 raise ValueError(
@@ -270,7 +270,7 @@ class CodeMetric(_Metric):
             "fails the metric with the message; true: the case is an error."
         ),
     )
-    timeout: float = Field(
+    timeout: Float = Field(
         default=DEFAULT_GRADER_TIMEOUT, gt=0, description="Seconds one call may take."
     )
     _function: Any = PrivateAttr(default=None)

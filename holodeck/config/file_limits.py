@@ -16,7 +16,9 @@ from holodeck.config.base import Float, Int, StrictModel
 MB = 1 << 20
 
 #: Read whole as text: their size is what parsing them costs (``max_text_file_mb``).
-TEXT_FILE_TYPES = (".txt", ".md", ".csv", ".json", ".html", ".htm")
+TEXT_FILE_TYPES = (".txt", ".md", ".csv", ".json", ".html", ".htm", ".adoc")
+#: Web pages: parsed into a tree whole, so their size has a limit of its own (``max_html_mb``).
+HTML_FILE_TYPES = (".html", ".htm")
 #: Zip archives of XML parts (Office Open XML): checked before they are unzipped.
 ZIP_FILE_TYPES = (".docx", ".pptx", ".xlsx")
 
@@ -33,7 +35,14 @@ class FileLimits(StrictModel):
     max_text_file_mb: Float = Field(
         default=32,
         gt=0,
-        description="Size in MB of a .txt, .md, .csv, .json, .html or .htm file (read whole).",
+        description="Size in MB of a .txt, .md, .csv, .json, .html, .htm or .adoc file "
+        "(read whole).",
+    )
+    max_html_mb: Float = Field(
+        default=8,
+        gt=0,
+        description="Size in MB of an .html or .htm page: parsing one costs far more than "
+        "reading text (an 11 MB page took 50 s and 878 MB).",
     )
     max_pdf_pages: Int = Field(default=10_000, ge=1, description="Pages of a PDF.")
     max_unzipped_mb: Float = Field(

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 #: ``file_types``.
 DEFAULT_FILE_TYPES = (".txt", ".md", ".pdf", ".csv", ".json")
 #: Every file type holodeck can convert; those beyond the default are opt-in per tool.
-ALL_FILE_TYPES = (*DEFAULT_FILE_TYPES, ".docx", ".pptx", ".xlsx", ".html", ".htm")
+ALL_FILE_TYPES = (*DEFAULT_FILE_TYPES, ".docx", ".pptx", ".xlsx", ".html", ".htm", ".adoc")
 
 
 def ignore_spec(patterns: list[str]) -> pathspec.PathSpec | None:

@@ -89,6 +89,15 @@ def judge_model(project: Project, metric: AnyMetric) -> ModelConfig | None:
     return metric.model or (evaluations.model if evaluations else None) or project.agent.model
 
 
+def reads_ground_truth(metric: AnyMetric) -> bool:
+    """Whether the metric compares with the case's ``ground_truth``."""
+    if isinstance(metric, RagMetric):
+        return metric.metric_type in ("contextual_precision", "contextual_recall")
+    if isinstance(metric, GEvalMetric):
+        return "expected_output" in metric.evaluation_params
+    return isinstance(metric, StandardMetric)
+
+
 def missing_input(metric: AnyMetric, case: Turn) -> str | None:
     """Why this case cannot be scored by the metric (None: it can)."""
     if case.ground_truth or isinstance(metric, CodeMetric):  # a grader decides for itself

@@ -300,7 +300,8 @@ class _Chunker:
 
     def _section_gap(self, w: _Window, lo: int, hi: int) -> int | None:
         """The first gap starting in ``[lo, hi]`` that ends where a section starts."""
-        for offset in self.sections[bisect_right(self.sections, lo) :]:
+        for k in range(bisect_right(self.sections, lo), len(self.sections)):
+            offset = self.sections[k]
             i = bisect_left(w.gap_ends, offset)  # the gap ending at or after the heading
             if i >= len(w.gap_ends) or w.gap_starts[i] > hi:
                 return None

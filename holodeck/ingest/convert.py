@@ -15,10 +15,12 @@ inside the source folder: a file swapped for a symlink to ``/etc/passwd`` betwee
 and reading is refused, never read.
 
 A file past one of its tool's ``limits`` (``config.file_limits``) is refused with
-``OverLimit`` before the costly part: a text file by its size before it is read, an office
-file by its zip directory before anything is unzipped, a PDF by its page count before a page
-is read; and every file once its text passes ``max_text_chars`` (a PDF or CSV as soon as the
-text read so far does, the others when converted).
+``OverLimit`` before the costly part: a text file by its size before it is read (a web
+page by a smaller size of its own), an office file by its zip directory before anything is
+unzipped, a PDF by its page count before a page is read; and every file once its text
+passes ``max_text_chars`` (a PDF or CSV as soon as the text read so far does, a workbook at
+the row where its cells' text does, before markitdown converts it: ``sheet_limit``; the
+others when converted).
 """
 
 from __future__ import annotations
@@ -40,10 +42,15 @@ from typing import IO, Any
 
 import chardet
 
-from holodeck.config.file_limits import MB, TEXT_FILE_TYPES, ZIP_FILE_TYPES, FileLimits
+from holodeck.config.file_limits import (
+    HTML_FILE_TYPES,
+    MB,
+    TEXT_FILE_TYPES,
+    ZIP_FILE_TYPES,
+    FileLimits,
+)
 from holodeck.ingest.clean import clean_markdown, html_main_text, pdf_pages, unescape_markdown
 from holodeck.ingest.discover import REASON_EMPTY, REASON_OUTSIDE, SourceFile, path_text, within
-from holodeck.ingest.html_page import page_content, title_key
 from holodeck.ingest.locations import Anchors
 from holodeck.ingest.sections import (
     Heading,
@@ -51,11 +58,13 @@ from holodeck.ingest.sections import (
     outline_headings,
     text_headings,
 )
+from holodeck.ingest.sheet_limit import sheet_row_past
 
 log = logging.getLogger("holodeck.ingest")
 
 REASON_UNDECODABLE = "undecodable text"
 REASON_NO_TEXT_LAYER = "conversion failed: no text layer (scanned PDF? no OCR)"
+REASON_NAVIGATION_ONLY = "no content besides the page's navigation, header and footer"
 
 # Control characters other than tab, newlines and form feed: text has almost none.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
@@ -84,8 +93,11 @@ _SLIDE_MARK = re.compile(r"^<!-- Slide number: (\d+) -->[ \t]*\n?", re.MULTILINE
 # markitdown heads each sheet of a workbook with "## <sheet name>".
 _SHEET_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 
-#: Fewer words of main text than this: the page is converted whole instead.
+#: Fewer words of main text than this: the page's content is converted whole instead.
 _MIN_MAIN_WORDS = 50
+#: Headings of a page looked through for the one a converted heading is (the extractor may
+#: have left some out); a bound, so a page of many headings costs no quadratic search.
+_MATCH_AHEAD = 50
 
 #: The limits of a tool that sets none.
 DEFAULT_LIMITS = FileLimits()
@@ -133,7 +145,13 @@ class Converted:
     headings: tuple[Heading, ...] = ()
 
 
-def convert(file: SourceFile, limits: FileLimits | None = None) -> Converted:
+#: ``(pages read, pages)`` after each page of a PDF: progress inside a long one.
+PageCallback = Callable[[int, int], None]
+
+
+def convert(
+    file: SourceFile, limits: FileLimits | None = None, on_page: PageCallback | None = None
+) -> Converted:
     """Convert a discovered file; raises ConversionError with a short reason.
 
     A file that cannot be read (deleted since discovery, permission, swapped for a link
@@ -151,7 +169,7 @@ def convert(file: SourceFile, limits: FileLimits | None = None) -> Converted:
         data = read_checked(file, check)
     except OSError as exc:
         raise ConversionError(f"conversion failed: {exc.strerror or exc}") from exc
-    converted = _convert(data, suffix, file.rel_path, limits)
+    converted = _convert(data, suffix, file.rel_path, limits, on_page)
     if not converted.text.strip():
         raise ConversionError(REASON_EMPTY)
     if len(converted.text) > limits.max_text_chars:
@@ -159,6 +177,15 @@ def convert(file: SourceFile, limits: FileLimits | None = None) -> Converted:
             f"its text is {len(converted.text):,} characters (limit {limits.max_text_chars:,})",
             "max_text_chars",
         )
+    return converted
+
+
+def convert_bytes(data: bytes, suffix: str, name: str) -> Converted:
+    """A file's bytes converted as ingestion converts a file of that extension (a test
+    case's ``files:``); ConversionError when it cannot be, or holds no text."""
+    converted = _convert(data, suffix.lower(), name)
+    if not converted.text.strip():
+        raise ConversionError(REASON_EMPTY)
     return converted
 
 
@@ -191,6 +218,10 @@ def _check_before_reading(stream: IO[bytes], suffix: str, limits: FileLimits) ->
             raise OverLimit(
                 f"the file is {_mb(size)} (limit {limits.max_text_file_mb:g} MB)",
                 "max_text_file_mb",
+            )
+        if suffix in HTML_FILE_TYPES and size > limits.max_html_mb * MB:
+            raise OverLimit(
+                f"the page is {_mb(size)} (limit {limits.max_html_mb:g} MB)", "max_html_mb"
             )
     elif suffix in ZIP_FILE_TYPES:
         _check_zip(stream, limits)
@@ -273,7 +304,13 @@ def _real_path_of(fd: int, file: SourceFile) -> str:
     return real if (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino) else ""
 
 
-def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_LIMITS) -> Converted:
+def _convert(
+    data: bytes,
+    suffix: str,
+    name: str,
+    limits: FileLimits = DEFAULT_LIMITS,
+    on_page: PageCallback | None = None,
+) -> Converted:
     """Pick the conversion by extension (discovery already kept only enabled ones).
 
     ``name`` (the file's path in its source) is for warnings; a PDF or CSV stops as soon as
@@ -282,7 +319,7 @@ def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_L
     if suffix == ".md":
         text = clean_markdown(decode_text(data))
         return Converted(text, Anchors.lines(), tuple(markdown_headings(text)))
-    if suffix == ".txt":
+    if suffix in (".txt", ".adoc"):  # plain text, reStructuredText, AsciiDoc
         text = decode_text(data)
         return Converted(text, Anchors.lines(), tuple(text_headings(text)))
     if suffix == ".json":
@@ -292,12 +329,19 @@ def _convert(data: bytes, suffix: str, name: str, limits: FileLimits = DEFAULT_L
     if suffix == ".csv":
         return _csv_to_markdown(decode_text(data), limits.max_text_chars)
     if suffix == ".pdf":
-        return _pdf_text(data, limits)
+        return _pdf_text(data, limits, on_page)
     if suffix in (".html", ".htm"):
         return _html_text(decode_text(data), suffix)
     if suffix == ".pptx":
         return _with_headings(_slides(_markitdown_convert(data, suffix)))
     if suffix == ".xlsx":
+        past = sheet_row_past(data, limits.max_text_chars)  # before converting it whole
+        if past is not None:
+            raise OverLimit(
+                f"its text passes the limit of {limits.max_text_chars:,} characters at sheet "
+                f"{path_text(past[0])}, row {past[1]:,}",
+                "max_text_chars",
+            )
         markdown = _markitdown_convert(data, suffix)
         marks = ((m.start(), m.group(1).strip()) for m in _SHEET_HEADING.finditer(markdown))
         return _with_headings(Converted(markdown, Anchors.at("sheet", marks)))
@@ -321,13 +365,17 @@ def _html_text(html: str, suffix: str) -> Converted:
     trafilatura finds only a few words of it, or flattens its code examples (a short page
     goes through a fallback that joins the lines of a ``<pre>``).
     """
+    from holodeck.ingest.html_page import page_content  # lxml: the html extra's
+
     page = page_content(html)
+    if not page.html:
+        raise ConversionError(REASON_EMPTY)
     try:
         markdown = html_main_text(page.html)
     except ImportError:
         raise  # a broken install is a fault to show, never a reason to index the site's chrome
     except Exception as exc:  # a parser failing on one page: its whole text is still worth having
-        log.debug("main-text extraction failed (%s); converting the whole page", exc)
+        log.debug("main-text extraction failed (%s); converting the content whole", exc)
         markdown = None
     if (
         markdown is None
@@ -338,6 +386,8 @@ def _html_text(html: str, suffix: str) -> Converted:
         whole = _markitdown_convert(page.html.encode("utf-8"), suffix, charset="utf-8")
         markdown = unescape_markdown(whole)  # identifiers whole here too (a\_tuple -> a_tuple)
     text = clean_markdown(markdown)
+    if not text.strip():  # the page had elements, all of them chrome
+        raise ConversionError(REASON_NAVIGATION_ONLY)
     headings = _with_anchors(markdown_headings(text), page.headings)
     return Converted(text, Anchors.paragraphs(text), headings)
 
@@ -346,12 +396,15 @@ def _with_anchors(
     headings: list[Heading], page: tuple[tuple[str, str], ...]
 ) -> tuple[Heading, ...]:
     """Each converted heading with the anchor of the page's heading of the same title,
-    matched in page order (a heading the extractor left out is skipped over)."""
+    matched in page order (a few headings the extractor left out are skipped over)."""
+    from holodeck.ingest.html_page import title_key
+
     out = []
     at = 0
     for h in headings:
         key = title_key(h.title)
-        match = next((i for i in range(at, len(page)) if page[i][0] == key), None)
+        ahead = range(at, min(at + _MATCH_AHEAD, len(page)))
+        match = next((i for i in ahead if page[i][0] == key), None)
         if match is None:
             out.append(h)
             continue
@@ -491,7 +544,9 @@ def _table_row(cells: list[str], width: int) -> str:
     return "| " + " | ".join([*cells, *[""] * (width - len(cells))]) + " |"
 
 
-def _pdf_text(data: bytes, limits: FileLimits = DEFAULT_LIMITS) -> Converted:
+def _pdf_text(
+    data: bytes, limits: FileLimits = DEFAULT_LIMITS, on_page: PageCallback | None = None
+) -> Converted:
     """The text of each page that is read (contents and index pages, running headers and
     footers left out: ``clean.pdf_pages``), separated by a blank line and anchored; the
     outline's entries as headings. Refused unread past ``limits.max_pdf_pages``, and at the
@@ -518,6 +573,8 @@ def _pdf_text(data: bytes, limits: FileLimits = DEFAULT_LIMITS) -> Converted:
                 textpage.close()
                 page.close()
                 chars += len(raw[-1])
+                if on_page is not None:
+                    on_page(number + 1, pages)
                 if chars > limits.max_text_chars:
                     raise OverLimit(
                         f"its text passes the limit of {limits.max_text_chars:,} characters "

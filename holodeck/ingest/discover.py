@@ -9,7 +9,7 @@ Rules users rely on:
 - ``source`` may be one file or a folder, walked recursively; results sorted by ``rel_path``.
 - Only the tool's file types are ingested (by default the five of the tool contract,
   docs/contract.md: ``.txt .md .pdf .csv .json``, any letter case; ``file_types`` adds
-  ``.docx .pptx .xlsx .html .htm``); every other file, empty files, unreadable files and
+  ``.docx .pptx .xlsx .html .htm .adoc``); every other file, empty files, unreadable files and
   other skipped entries are listed in ``Discovery.skipped`` with their reason (the pipeline
   warns about them, once per run).
 - Hidden files and folders (name starting with ``.``: ``.git``, ``.holodeck``) are left out

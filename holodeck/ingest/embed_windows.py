@@ -72,6 +72,7 @@ class _Doc:
     missing: list[int]  # indexes into records that still need a vector, ascending
     is_new: bool
     queued: int = 0  # records handed to windows so far
+    embedded: int = 0  # of missing, embedded so far
     failed: bool = False
 
     def take(self, room: int) -> tuple[_Slice, int]:
@@ -152,6 +153,7 @@ class WindowedIngest:
             overlap=t.chunk_overlap,
             limits=t.limits,
             owner=f"of tool {t.library_id} in {t.settings_file}",
+            reading=self.progress.reading,
         )
         calls = ThreadPoolExecutor(EMBED_CALLS_IN_FLIGHT, thread_name_prefix="holodeck-call")
         try:
@@ -296,9 +298,11 @@ class WindowedIngest:
                 raise EmbeddingError(f"embedding failed: {exc}") from exc
             for (doc, i), vector in zip(call.chunks, vectors, strict=True):
                 doc.records[i].vector = vector
+                doc.embedded += 1
             self.summary.chunks_embedded += len(call.chunks)
             self.status = replace(
                 self.status,
+                current=_describe(window),
                 chunks_embedded=self.status.chunks_embedded + len(call.chunks),
                 tokens_embedded=self.status.tokens_embedded + call.tokens,
                 tokens_total=self.estimate.total(),
@@ -370,12 +374,18 @@ def _embedded(rec: ChunkRecord) -> str:
 
 
 def _describe(window: list[_Slice]) -> str:
-    """The file a window embeds most of, and how many others share the window."""
+    """The file a window embeds most of, and how many others share the window; for a file
+    bigger than a window, how far into it the model is (``big.txt (120/900 chunks)``)."""
     counts: dict[str, int] = {}
+    docs: dict[str, _Doc] = {}
     for piece in window:
         rel = piece.doc.file.rel_path
         counts[rel] = counts.get(rel, 0) + len(piece.missing())
+        docs[rel] = piece.doc
     main = max(counts, key=lambda rel: counts[rel])
+    doc = docs[main]
+    if len(doc.missing) > EMBED_WINDOW:
+        return f"{main} ({doc.embedded:,}/{len(doc.missing):,} chunks)"
     return main if len(counts) == 1 else f"{main} (+{len(counts) - 1})"
 
 

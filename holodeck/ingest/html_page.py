@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import lxml.html
 from lxml import etree
 
-#: Elements that are never content.
-_NEVER = ("script", "style", "noscript", "template", "nav", "aside", "form", "button", "dialog")
+#: Elements that are never content (not ``<form>``: some sites wrap a whole page in one).
+_NEVER = ("script", "style", "noscript", "template", "nav", "aside", "button", "dialog")
 #: ARIA roles of a page's chrome.
 _CHROME_ROLES = {
     "navigation",
@@ -40,7 +40,11 @@ _SECTIONING = {"article", "aside", "main", "nav", "section"}
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 #: A permalink's mark after a heading's text (Sphinx's ¶, Node's #).
 _MARKS = {"¶", "#", "§", "🔗", "link"}
+#: Classes highlighters give each line of a code block (Prism, Shiki, others).
+_LINE_CLASSES = {"line", "token-line", "code-line", "highlight-line"}
 _NON_WORD = re.compile(r"\W+")
+# An XHTML page's first line: lxml refuses a declared encoding in text already decoded.
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,12 @@ def title_key(title: str) -> str:
 
 
 def page_content(html: str) -> Page:
-    """The page's main region, its chrome out (see the module's docstring)."""
-    root = lxml.html.document_fromstring(html)
+    """The page's main region, its chrome out (see the module's docstring); ``html`` is
+    ``""`` for a page without an element (blank, or only a comment)."""
+    try:
+        root = lxml.html.document_fromstring(_XML_DECLARATION.sub("", html, count=1))
+    except etree.ParserError:
+        return Page("", (), False)
     _drop_chrome(root)
     region = _main_region(root)
     headings = tuple(_heading(h) for h in region.iter(*_HEADINGS))
@@ -69,9 +77,12 @@ def page_content(html: str) -> Page:
         image.drop_tree()
     for link in list(region.iter("a")):
         link.drop_tag()  # its text stays
+    for pre in region.iter("pre"):
+        _break_code_lines(pre)
     has_code = next(region.iter("pre"), None) is not None
-    body = etree.tostring(region, encoding="unicode", method="html")
-    return Page(f"<html><body>{body}</body></html>", headings, has_code)
+    content = etree.tostring(region, encoding="unicode", method="html")
+    body = content if region.tag == "body" else f"<body>{content}</body>"
+    return Page(f"<html>{body}</html>", headings, has_code)
 
 
 def _drop_chrome(root: lxml.html.HtmlElement) -> None:
@@ -106,6 +117,17 @@ def _main_region(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
             return found[0]
     body = root.find("body")
     return body if body is not None else root
+
+
+def _break_code_lines(pre: lxml.html.HtmlElement) -> None:
+    """A newline after each line element of a code block (``<span class="token-line">``):
+    highlighters that draw lines by style alone would have them read as one line."""
+    for element in pre.iter():
+        classes = (element.get("class") or "").split()
+        if not _LINE_CLASSES.intersection(classes) or element is pre:
+            continue
+        if not (element.tail or "").startswith("\n") and not element.text_content().endswith("\n"):
+            element.tail = "\n" + (element.tail or "")
 
 
 def _is_mark(link: lxml.html.HtmlElement) -> bool:

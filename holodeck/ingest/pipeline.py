@@ -27,7 +27,7 @@ from holodeck.ingest.embed_windows import WindowedIngest, _display_path
 from holodeck.ingest.library import LibraryTarget, unchanged
 from holodeck.ingest.skips import SkipReport
 from holodeck.ingest.spans import file_span, traced_counts
-from holodeck.ingest.status import Progress
+from holodeck.ingest.status import Progress, expected_tokens
 from holodeck.ingest.summary import IngestSummary
 from holodeck.ownership import claim_for_ingest, library_owner, record_owner
 from holodeck.vectorstore.records import DocState, IndexInfo, chunk_id_for
@@ -230,6 +230,9 @@ class _Run:
         with self.store.batch():  # removals and touched files: one commit, not one each
             todo = self._plan(files, states)
         self.progress.start(len(files), len(todo))
+        if todo and not states:  # nothing stored yet: say what the first ingest will take
+            tokens = expected_tokens([f for f, _ in todo])
+            self.progress.first_ingest(len(todo), tokens, self.t.model_provider or "")
         if todo:
             windows = WindowedIngest(
                 self.store,

@@ -18,6 +18,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from holodeck.config.file_limits import FileLimits
 from holodeck.embeddings.base import TokenCounter
@@ -53,14 +54,17 @@ def prepare(
     overlap: int,
     limits: FileLimits | None = None,
     owner: str = "",
+    reading: Callable[[str, int, int], None] | None = None,
 ) -> Prepared:
     """Convert one file and cut it into chunks with their locations; never raises.
 
     A file past one of ``limits`` fails with the limit's key followed by ``owner`` (``of
-    tool kb in agent.yaml``): where to raise it.
+    tool kb in agent.yaml``): where to raise it. ``reading(rel_path, pages read, pages)``
+    follows a PDF page by page.
     """
+    on_page = None if reading is None else partial(reading, file.rel_path)
     try:
-        converted = convert(file, limits)
+        converted = convert(file, limits, on_page)
         text, body_start = converted.text, 0
         tags: list[str] = []
         language: str | None = None

@@ -1,8 +1,9 @@
 """The heading path of every chunk: ``EXAMPLES › Undo a commit``, as a reader finds a place.
 
 A converter's text is read for its headings (Markdown ``#`` and underlined titles; in plain
-text the underlined titles of reStructuredText and AsciiDoc, and AsciiDoc's ``term::`` items,
-which head the entries of a man page's OPTIONS and EXAMPLES), or handed them (a PDF's
+text the underlined titles of reStructuredText and AsciiDoc, and AsciiDoc's ``term::`` items
+where a list's entries are long enough to be sections, as in a man page's EXAMPLES; never
+an admonition, a block's attributes or a list of one-line entries), or handed them (a PDF's
 outline). Each chunk then gets the path of the section holding most of its text: a chunk
 of ``dgram.html`` says ``UDP/datagram sockets › dgram.createSocket(options[, callback])``,
 and where the page's heading has an id, its anchor (``section_anchors``) is the chunk's
@@ -94,8 +95,10 @@ def markdown_headings(text: str) -> list[Heading]:
 
 def text_headings(text: str) -> list[Heading]:
     """Underlined titles (reStructuredText, AsciiDoc), ``== Title`` lines, and one level
-    below the title they follow, AsciiDoc ``term::`` items and reStructuredText's API
-    descriptions (``.. function:: name(args)``).
+    below the title they follow, AsciiDoc ``term::`` items (of lists whose entries are
+    sections: ``LONG_ENTRY_CHARS``) and reStructuredText's API descriptions
+    (``.. function:: name(args)``). AsciiDoc's admonitions (``NOTE:``) and block lines
+    (``[NOTE]``, ``.Title``) above a block's ``====`` are no titles.
 
     Underline characters get their levels in the order the document first uses them, as
     reStructuredText defines it (AsciiDoc's usual ``= - ~ ^`` order comes out the same).

@@ -17,6 +17,9 @@ from holodeck.ingest.discover import SourceFile
 
 #: Tokens per byte assumed before any file of a kind was chunked (English text: ~4 bytes).
 DEFAULT_TOKENS_PER_BYTE = 0.25
+#: ... and for the kinds whose bytes hold far fewer: real manuals' PDFs chunk to 0.07 tokens
+#: a byte (fonts and images take the rest; docs/ingestion.md, "A first ingest").
+PRIOR_TOKENS_PER_BYTE = {".pdf": 0.07}
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,8 @@ class IngestStatus:
     tokens_embedded: int = 0
     #: Tokens this run will embed in all: an estimate until the last file is chunked.
     tokens_total: int = 0
-    #: The file being embedded now (with ``(+N)`` other files embedded with it); empty
-    #: until the model starts.
+    #: The file being embedded now (with ``(+N)`` other files embedded with it, or, for a
+    #: file bigger than a window, ``(120/900 chunks)`` of it); empty until the model starts.
     current: str = ""
 
 
@@ -46,6 +49,20 @@ class Progress:
     start: Callable[[int, int], None] = lambda files, todo: None
     advance: Callable[[str], None] = lambda rel_path: None
     update: Callable[[IngestStatus], None] = lambda status: None
+    #: ``first_ingest(files, tokens, provider)`` once, before a library's first ingest: the
+    #: files to ingest, the tokens expected from their sizes, the embedding provider ("":
+    #: the local model).
+    first_ingest: Callable[[int, int, str], None] = lambda files, tokens, provider: None
+    #: ``reading(rel_path, pages read, pages)`` after each page of a PDF being converted;
+    #: called from the thread that converts, not the one that embeds.
+    reading: Callable[[str, int, int], None] = lambda rel_path, done, total: None
+
+
+def expected_tokens(files: list[SourceFile]) -> int:
+    """The tokens ``files`` should chunk to, from their sizes alone (before reading any)."""
+    return round(
+        sum(f.size * PRIOR_TOKENS_PER_BYTE.get(_kind(f), DEFAULT_TOKENS_PER_BYTE) for f in files)
+    )
 
 
 class TokenEstimate:

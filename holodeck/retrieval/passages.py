@@ -82,6 +82,18 @@ class Passage:
             window = window[: window.rindex(" ")]  # nor at the end
         return window
 
+    def places_within(self, text: str) -> list[tuple[int, int, str]]:
+        """Each chunk's ``[start, end)`` in ``text`` (this passage's ``content`` or
+        ``text_within``) and its location, in document order; ``(0, 0, location)`` for a
+        chunk not found there (cut off by ``text_within``)."""
+        out = []
+        for chunk in self.chunks:
+            body = chunk.record.content
+            start = text.find(body[: min(len(body), 200)]) if body else -1
+            found = (start, min(len(text), start + len(body))) if start >= 0 else (0, 0)
+            out.append((*found, chunk.record.location))
+        return out
+
     @property
     def section(self) -> str:
         """The heading path of the passage's best chunk (its neighbours may start the next

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 import anyio
 import uvicorn
+from sse_starlette.sse import AppStatus
 from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from holodeck.agent.loop import Agent
@@ -56,6 +58,7 @@ class RestOptions:
     endpoint: HttpEndpoint
     cors_origins: tuple[str, ...] = ()
     rate_per_minute: int = 60
+    agui: bool = False  # also POST /awp, the AG-UI protocol
 
 
 def serve_rest(
@@ -110,7 +113,8 @@ def serve_rest(
         watcher.start()
     try:
         mode = " (retrieval-only: no model)" if template.retrieval_only else ""
-        announce(f"Serving agent {template.project.agent.name} over REST at {url}{mode}")
+        protocols = "REST and AG-UI (POST /awp)" if options.agui else "REST"
+        announce(f"Serving agent {template.project.agent.name} over {protocols} at {url}{mode}")
         if warning:
             warn(warning)
         anyio.run(_serve, template, functions, options, readiness, sock, token, warn)
@@ -170,7 +174,12 @@ async def _serve_app(
         limiter=RateLimiter(options.rate_per_minute),
         retrieval_only=template.retrieval_only,
     )
-    app: ASGIApp = build_app(state)
+    extra: list[BaseRoute] = []
+    if options.agui:
+        from holodeck.serve.agui import agui_route
+
+        extra.append(agui_route(state))
+    app: ASGIApp = build_app(state, extra)
     if token:
         app = _PublicOrBearer(app, token)
     if options.cors_origins:  # outermost: a preflight carries no token and needs no answer
@@ -194,6 +203,10 @@ async def _serve_app(
         if web.should_exit:
             web.force_exit = True
         web.should_exit = True
+        # open event streams end now (their turns cancelled), rather than being cut off
+        # with a traceback when uvicorn's grace period is over; sse-starlette learns of a
+        # shutdown from uvicorn's own signal handler, which _Uvicorn leaves out
+        AppStatus.should_exit = True
 
     async with anyio.create_task_group() as group:
         group.start_soon(_on_signal, shut_down)

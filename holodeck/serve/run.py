@@ -28,12 +28,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import uvicorn
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
+from holodeck.config.envsubst import read_dotenv
 from holodeck.envvars import LOCK_TIMEOUT, REDIS_LOCK_TTL, SERVE_TOKEN
 from holodeck.errors import ConfigError
 from holodeck.knowledge_base import KnowledgeBase
@@ -96,6 +98,8 @@ def serve(
         setting.read()
     names = ", ".join(t.name for t in tools)
     token = SERVE_TOKEN.read() if http else None
+    if http and token is None and tools:
+        _warn_of_dotenv_token(tools[0].project.root, warn)
     if http and http.no_auth and token:
         raise ConfigError(
             f"--no-auth and {SERVE_TOKEN.name} contradict each other: unset "
@@ -150,6 +154,24 @@ def _watch(tools: list[VectorStoreTool], stop: threading.Event, hooks: WatchHook
     except Exception as exc:
         log.error("Watching the sources stopped (%s); searches go on without updates", exc)
         log.debug("Watcher failure", exc_info=True)
+
+
+def _warn_of_dotenv_token(project_root: Path, warn: Callable[[str], None]) -> None:
+    """Say so when the project's ``.env`` sets the token: serve reads it only from its
+    environment (``.env`` fills ``${...}`` of the config files), so that server asks none."""
+    dotenv = project_root / ".env"
+    if not dotenv.is_file():
+        return
+    try:
+        values = read_dotenv(dotenv)
+    except ConfigError:  # the config's loading reads it too, and says what is wrong
+        return
+    if SERVE_TOKEN.name in values:
+        warn(
+            f".env sets {SERVE_TOKEN.name}, which serve reads only from the environment: "
+            f"this server asks no token; export {SERVE_TOKEN.name} in the shell that starts "
+            "it to require one"
+        )
 
 
 def _where(

@@ -108,7 +108,7 @@ def call_search(tool: VectorStoreTool, query: object, failure: str | None) -> ty
         log.debug("Search of %s failed", tool.name, exc_info=True)
         return _error(str(exc) if _expected(exc) else f"{type(exc).__name__}: {exc}")
     return types.CallToolResult(
-        content=[types.TextContent(text=tool.render(text, results, total, where="fields"))],
+        content=[types.TextContent(text=tool.render(text, results, total, view="model"))],
         structured_content=search_json(text, [tool_results_json(tool.name, results, total)]),
     )
 

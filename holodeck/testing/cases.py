@@ -26,7 +26,8 @@ from holodeck.config.loader import Project
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
-from holodeck.evaluations.evaluator import metric_problem
+from holodeck.evaluations.evaluator import case_metrics, metric_problem, reads_ground_truth
+from holodeck.testing.files import file_text
 
 log = logging.getLogger("holodeck.config")
 
@@ -106,6 +107,7 @@ def load_cases(project: Project) -> list[TestCase]:
         for j, step in enumerate(case.steps):
             where = origin if case.turns is None else origin.turn(j)
             _check_step(case, step, where, project)
+            _check_files(case, step, where, project)
         _check_metrics(case.evaluations or [], origin, ("evaluations",), project)
         for j, turn in enumerate(case.turns or []):
             _check_metrics(turn.evaluations or [], origin.turn(j), ("evaluations",), project)
@@ -115,7 +117,35 @@ def load_cases(project: Project) -> list[TestCase]:
         _check_metrics(evaluations.metrics, agent_origin, (), project)
     cases = [case for case, _ in found]
     unique_case_names(cases)  # derived names of the file's cases too
+    _warn_unread_ground_truths(cases, project, label)
     return cases
+
+
+def _warn_unread_ground_truths(cases: list[TestCase], project: Project, label: str) -> None:
+    """Say once which cases have a ground_truth nothing reads: no metric compares with it
+    and no ground_truth_threshold asks for the similarity check (issue 60: opt-in)."""
+    unread = [
+        case.name
+        for case in cases
+        if any(
+            step.ground_truth
+            and step.ground_truth_threshold is None
+            and project.agent.ground_truth_threshold is None
+            and not any(reads_ground_truth(m) for m in case_metrics(project, step))
+            for step in case.steps
+        )
+    ]
+    if unread:
+        shown = ", ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else "")
+        log.warning(
+            "%s: the ground_truth of %s (%s) is checked by nothing: no metric reads it and no "
+            "ground_truth_threshold asks for the similarity check; add ground_truth_threshold: "
+            "0.7 to %s (or to the case) to check it",
+            label,
+            "1 case" if len(unread) == 1 else f"{len(unread)} cases",
+            shown,
+            label,
+        )
 
 
 def _read_case_file(path: Path, root: Path) -> list[tuple[TestCase, _Origin]]:
@@ -190,6 +220,29 @@ def _check_step(case: TestCase, step: Turn, origin: _Origin, project: Project) -
                     f"{expected.name} takes no argument {arg!r} "
                     f"(arguments: {', '.join(allowed) or 'none'})"
                 )
+
+
+def _check_files(case: TestCase, step: Turn, origin: _Origin, project: Project) -> None:
+    """Every file of ``files:`` exists and converts (its pages and sheet there), and a
+    model reads it: without one nothing would read the file."""
+    for j, spec in enumerate(step.files or []):
+        where = f"{origin.label}:{origin.line('files', j)}: {origin.where('files', j)}"
+        if project.agent.model is None:
+            raise ConfigError(
+                f"{where}: case {case.name!r}: files: go to the model with the input, and "
+                "without a model: holodeck test only searches; add a model:, or put the file "
+                "in a knowledge base"
+            )
+        assert spec.path is not None
+        if not (project.root / spec.path).is_file():
+            raise ConfigError(
+                f"{where}.path: {spec.path} not found (path relative to "
+                f"{project.display(project.agent_path)})"
+            )
+        try:
+            file_text(spec, project.root)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {str(exc).removeprefix('files: ')}") from None
 
 
 def _check_metrics(

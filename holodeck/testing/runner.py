@@ -41,6 +41,7 @@ from holodeck.testing.checks import (
     source_forms,
     source_ranks,
 )
+from holodeck.testing.files import message_with_files
 from holodeck.testing.outcomes import CaseResult, Mode, SuiteResult, TurnOutcome
 from holodeck.testing.spans import case_attributes
 from holodeck.tools.initialize import Offered
@@ -287,7 +288,10 @@ class TestRunner:
 
     async def _converse(self, case: TestCase, agent: Agent, step: Turn, turn: TurnOutcome) -> None:
         """One turn of the case's own agent (its conversation, so cases never see each other)."""
-        reply = await agent.run_turn(step.input)
+        message = step.input
+        if step.files:  # each file's text after the input
+            message = await asyncio.to_thread(message_with_files, step, self.project.root)
+        reply = await agent.run_turn(message)
         turn.answer = reply.answer
         turn.tool_calls = list(reply.tool_calls)
         turn.rounds = reply.rounds

@@ -8,7 +8,8 @@ newly excluded leave the index and newly included ones come in. What decides how
 chunks were made or where they live (the source, the embedding model and its provider, the
 chunking, the database, the tenant, which tools there are) cannot change under a running
 index: that tool keeps all its running settings and one line says to restart. An edit that
-does not load keeps every running setting and shows the config error's line.
+does not load keeps every running setting and shows the config error's line; so does an
+edited embedding model that the restart could not use (checked as the restart would).
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class SettingsFiles:
             if new is None:
                 continue
             live, fixed = _changes(tool, new, project)
+            if {"embedding_model", "embedding provider"} & set(fixed):
+                _check_embedder(new, project)  # the advice to restart must be one that works
             if fixed:
                 out.lines.append(_restart_line(label, tool.name, fixed))
             elif live:
@@ -123,6 +126,15 @@ def _changes(
         fixed.append("tenant")
     live = [k for k in differ if k not in (*REBUILDS, *resolved)]
     return live, fixed
+
+
+def _check_embedder(tool: ResolvedTool, project: Project) -> None:
+    """Make the embedder an edited tool names, as the restart would (cheap: no model is
+    loaded, no request made): a ``ConfigError`` (the line the restart would end with) when
+    it cannot be, such as a remote model name without a provider."""
+    from holodeck.embeddings.factory import make_embedder  # only an edit of the model asks
+
+    make_embedder(tool.embedding_model, project.root, project.agent.embedding_model_config)
 
 
 def _restart_line(label: str, name: str, fixed: list[str]) -> str:

@@ -6,9 +6,10 @@ named after ``index_name``: ``<name>_chunks`` (records, their vector, their keyw
 (chunk and term totals, kept by triggers) and ``<name>_meta`` (model, dimensions, algorithm,
 metric and the schema version, moved on by the numbered ``MIGRATIONS``).
 
-- Nearest vectors: pgvector's ``<=>``/``<->``/``<#>`` over an HNSW index (or an exact scan,
-  FLAT), filtered by tenant and library in the same query (pgvector 0.8's iterative index scan
-  keeps a filtered query from coming back short).
+- Nearest vectors: pgvector's ``<=>``/``<->``/``<#>``, filtered by tenant and library in the
+  same query: an exact scan (FLAT, and HNSW below ``HNSW_FROM`` chunks), or pgvector's HNSW
+  index, built whole by the ingest that passes that size (pgvector 0.8's iterative index
+  scan keeps a filtered query from coming back short).
 - Keyword matches: BM25 computed inside PostgreSQL with the constants and IDF every other
   backend uses, over each chunk's Porter stems (``holodeck.text.analysis``) kept as a
   ``jsonb`` map of term counts with a GIN index; the GIN index finds the candidates, the SQL
@@ -73,7 +74,13 @@ _OPERATORS = {"COSINE": ("<=>", "vector_cosine_ops"), "L2": ("<->", "vector_l2_o
               "IP": ("<#>", "vector_ip_ops")}  # fmt: skip
 #: Candidates an HNSW search keeps per query (pgvector's default is 40): recall near exact
 #: for the few hundred a hybrid search asks.
-EF_SEARCH = 200
+EF_SEARCH = 100
+#: Chunks in the whole index from which ``flush`` builds the HNSW index (below it every
+#: search is an exact scan: a few milliseconds), and the memory its build may take.
+HNSW_FROM = 20_000
+HNSW_BUILD_MEMORY = "512MB"
+#: Chunks written by one INSERT statement (a document's slice is at most 256).
+INSERT_ROWS = 256
 #: Columns of a chunk row, in the order ``_record`` reads them.
 _COLUMNS = (
     "chunk_id", "tenant_id", "library_id", "book_id", "doc_id", "chunk_index", "content",
@@ -108,17 +115,23 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (tenant_id, library_id))""",
         """CREATE TABLE {stats} (
             id integer PRIMARY KEY CHECK (id = 1), chunks bigint NOT NULL,
-            terms bigint NOT NULL)""",
-        "INSERT INTO {stats} VALUES (1, 0, 0)",
+            terms bigint NOT NULL, changes bigint NOT NULL)""",
+        "INSERT INTO {stats} VALUES (1, 0, 0, 0)",
         """CREATE FUNCTION {count_fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+          chunks_in bigint := 0; terms_in bigint := 0;
+          chunks_out bigint := 0; terms_out bigint := 0;
         BEGIN
           IF TG_OP IN ('INSERT', 'UPDATE') THEN
-            UPDATE {stats} SET chunks = chunks + (SELECT count(*) FROM added),
-              terms = terms + (SELECT coalesce(sum(term_count), 0) FROM added);
+            SELECT count(*), coalesce(sum(term_count), 0) INTO chunks_in, terms_in FROM added;
           END IF;
           IF TG_OP IN ('DELETE', 'UPDATE') THEN
-            UPDATE {stats} SET chunks = chunks - (SELECT count(*) FROM removed),
-              terms = terms - (SELECT coalesce(sum(term_count), 0) FROM removed);
+            SELECT count(*), coalesce(sum(term_count), 0) INTO chunks_out, terms_out
+              FROM removed;
+          END IF;
+          IF chunks_in > 0 OR chunks_out > 0 THEN
+            UPDATE {stats} SET chunks = chunks + chunks_in - chunks_out,
+              terms = terms + terms_in - terms_out, changes = changes + 1;
           END IF;
           RETURN NULL;
         END $$""",
@@ -179,6 +192,11 @@ class PostgresIndexAdapter:
         self._connections: list[psycopg.Connection[Any]] = []
         self._connections_lock = threading.Lock()
         self._info: IndexInfo | None = None
+        self._vector_index = False  # known to exist (then never asked again)
+        #: Chunks holding each stem, as counted when the index had had ``_df_at`` writes.
+        self._df: dict[str, int] = {}
+        self._df_at = -1
+        self._df_lock = threading.Lock()
         self._connected = False
         self._conn()  # reach the server now: unreachable is the caller's fallback
         self._connected = True
@@ -346,25 +364,20 @@ class PostgresIndexAdapter:
         with self._tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self.index_name),))
             conn.execute(self._q("TRUNCATE {chunks}, {docs}"))
-            conn.execute(self._q("UPDATE {stats} SET chunks = 0, terms = 0"))
+            conn.execute(self._q("UPDATE {stats} SET chunks = 0, terms = 0, changes = changes + 1"))
             conn.execute(self._q("DROP INDEX IF EXISTS {chunks_vector}"))
             self._shape(conn, info)
         self._info = info
+        self._vector_index = False
 
     def _shape(self, conn: psycopg.Connection[Any], info: IndexInfo) -> None:
-        """The vector column as ``vector(dimensions)``, its HNSW index, and the meta rows."""
+        """The vector column as ``vector(dimensions)`` and the meta rows (the HNSW index
+        comes with size: ``flush``)."""
         conn.execute(
             self._q(
                 f"ALTER TABLE {{chunks}} ALTER COLUMN embedding TYPE vector({int(info.dimensions)})"
             )
         )
-        if self.algorithm == "HNSW":
-            opclass = sql.SQL(_OPERATORS[self.metric][1])
-            conn.execute(
-                sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {})").format(
-                    self._names["chunks_vector"], self._names["chunks"], opclass
-                )
-            )
         values = {
             "embedding_model": info.embedding_model,
             "dimensions": str(info.dimensions),
@@ -386,22 +399,18 @@ class PostgresIndexAdapter:
             self._insert(conn, rows)
 
     def _insert(self, conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
+        """``rows`` in multi-row statements (the count triggers fire once a statement)."""
         columns = sql.SQL(", ").join(map(sql.Identifier, _WRITTEN))
         updates = sql.SQL(", ").join(
             sql.SQL("{0} = excluded.{0}").format(sql.Identifier(c)) for c in _WRITTEN[1:]
         )
-        query = sql.SQL(
-            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT (chunk_id) DO UPDATE SET {}"
-        ).format(
-            self._names["chunks"],
-            columns,
-            sql.SQL(", ").join(sql.Placeholder() * len(_WRITTEN)),
-            updates,
-        )
-        with conn.cursor() as cur:
-            cur.executemany(query, rows)
+        one = sql.SQL("({})").format(sql.SQL(", ").join(sql.Placeholder() * len(_WRITTEN)))
+        for start in range(0, len(rows), INSERT_ROWS):
+            part = rows[start : start + INSERT_ROWS]
+            query = sql.SQL(
+                "INSERT INTO {} ({}) VALUES {} ON CONFLICT (chunk_id) DO UPDATE SET {}"
+            ).format(self._names["chunks"], columns, sql.SQL(", ").join([one] * len(part)), updates)
+            conn.execute(query, [value for row in part for value in row])
 
     def replace_document(
         self,
@@ -477,17 +486,29 @@ class PostgresIndexAdapter:
         self, tenant_id: str, query: str, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
         """BM25 of the query's stems inside the scope, scored in SQL (FTS5's k1 and b, the
-        IDF of ``keyword_idfs``); candidates found by the GIN index of the term maps."""
+        IDF of ``keyword_idfs``); candidates found by the GIN index of the term maps, only
+        the best ``k`` read whole."""
         stems = _query_stems(query)
         scope = _scope(tenant_id, filters)
         if not stems or scope is None or k <= 0:
             return []
-        idf = self._stem_idfs(stems)
+        total, counts = self._stem_counts(stems)
         copies = Counter(stems)
-        lexemes = sorted(copies)
-        weights = [idf[s] * copies[s] for s in lexemes]
-        chunks, terms = self._totals()
+        weight = {s: _idf(total, counts[s]) * copies[s] for s in copies}
+        rows = self._bm25(weight, k, scope)
+        return [ChunkHit(_record(row), float(row[-1])) for row in rows]
+
+    def _bm25(
+        self, weight: dict[str, float], k: int, scope: tuple[sql.Composable, list[Any]]
+    ) -> list[tuple[Any, ...]]:
+        """The ``k`` best chunks of ``scope`` holding any stem of ``weight``, by BM25 (each
+        stem's IDF times its copies), best first. MaxScore (common stems joining the
+        candidates only while they could still matter) was measured slower here: its bound,
+        ``(k1 + 1)`` times a stem's weight, is so loose that most queries needed every
+        round."""
+        chunks, terms, _ = self._totals()
         average = terms / chunks if chunks else 1.0
+        lexemes = sorted(weight)
         where, params = scope
         query_sql = sql.SQL(
             "WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS q(lex, w)) "
@@ -495,12 +516,12 @@ class PostgresIndexAdapter:
             "  SELECT sum(q.w * (c.terms ->> q.lex)::float8 * %s"
             "    / ((c.terms ->> q.lex)::float8 + %s * (1 - %s + %s * c.term_count / %s)))"
             "  FROM q WHERE c.terms ? q.lex) AS score"
-            " FROM {chunks} c WHERE c.terms ?| %s::text[] AND {where}) s"
-            " JOIN {chunks} USING (chunk_id) ORDER BY s.score DESC, chunk_id LIMIT %s"
+            " FROM {chunks} c WHERE c.terms ?| %s::text[] AND {where}"
+            " ORDER BY score DESC, c.chunk_id LIMIT %s) s"
+            " JOIN {chunks} USING (chunk_id) ORDER BY s.score DESC, chunk_id"
         ).format(cols=_cols(), chunks=self._names["chunks"], where=where)
-        args = [lexemes, weights, BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, average, lexemes]
-        rows = self._query(query_sql, [*args, *params, k])
-        return [ChunkHit(_record(row), float(row[-1])) for row in rows]
+        args = [lexemes, [weight[s] for s in lexemes], BM25_K1 + 1, BM25_K1, BM25_B, BM25_B]
+        return self._query(query_sql, [*args, average, lexemes, *params, k])
 
     def keyword_scale(self, query: str) -> float:
         """The sum of the query stems' IDFs (repeats counted), as ``keyword_search`` scores."""
@@ -514,25 +535,49 @@ class PostgresIndexAdapter:
         idf = self._stem_idfs(list(stems.values()))
         return {w: idf[s] for w, s in stems.items()} if idf else {}
 
-    def _totals(self) -> tuple[int, int]:
-        chunks, terms = self._query(self._q("SELECT chunks, terms FROM {stats}"))[0]
-        return int(chunks), int(terms)
+    def _totals(self) -> tuple[int, int, int]:
+        """Chunks and terms of the whole index, and how many writes it has had (the
+        triggers' running totals: no scan)."""
+        chunks, terms, changes = self._query(self._q("SELECT chunks, terms, changes FROM {stats}"))[
+            0
+        ]
+        return int(chunks), int(terms), int(changes)
 
     def _stem_idfs(self, stems: Sequence[str]) -> dict[str, float]:
         """Each stem's IDF over the whole index, ``log(1 + (N - n + 0.5) / (n + 0.5))`` (the
-        BM25 IDF Redis's BM25STD uses too: never negative), counts asked in one query."""
+        BM25 IDF Redis's BM25STD uses too: never negative)."""
+        total, counts = self._stem_counts(stems)
+        return {s: _idf(total, n) for s, n in counts.items()}
+
+    def _stem_counts(self, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Chunks in the whole index, and how many hold each stem: asked in one query and
+        kept until the index next changes (a hybrid search asks the same stems three
+        times, a session the common ones again and again)."""
         unique = sorted(set(stems))
+        total, _, changes = self._totals()
         if not unique:
-            return {}
-        total, _ = self._totals()
-        rows = self._query(
-            self._q(
-                "SELECT s, (SELECT count(*) FROM {chunks} WHERE terms ? s) "
-                "FROM unnest(%s::text[]) AS s"
-            ),
-            [unique],
-        )
-        return {s: math.log(1 + (total - n + 0.5) / (n + 0.5)) for s, n in rows}
+            return total, {}
+        if self._conn().info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            changes = -2  # inside a transaction: counts of writes not committed, never kept
+        with self._df_lock:
+            if self._df_at != changes:
+                self._df, self._df_at = {}, changes
+            counts = {s: self._df[s] for s in unique if s in self._df}
+        missing = [s for s in unique if s not in counts]
+        if missing:
+            rows = self._query(
+                self._q(
+                    "SELECT s, (SELECT count(*) FROM {chunks} WHERE terms ? s) "
+                    "FROM unnest(%s::text[]) AS s"
+                ),
+                [missing],
+            )
+            fresh = {str(stem): int(n) for stem, n in rows}
+            counts.update(fresh)
+            with self._df_lock:
+                if self._df_at == changes >= 0:
+                    self._df.update(fresh)
+        return total, counts
 
     def identifier_holders(
         self, tenant_id: str, identifier: str, limit: int, filters: ChunkFilters
@@ -737,7 +782,29 @@ class PostgresIndexAdapter:
             yield
 
     def flush(self) -> None:
-        """Nothing to do: every transaction is committed when it ends."""
+        """At an ingest's end: build the HNSW index once the index holds ``HNSW_FROM``
+        chunks (every transaction is committed already). Built in one go, not row by row:
+        pgvector's build from a full table is many times faster than its inserts, and below
+        that size an exact scan answers in milliseconds. Searches go on while it builds."""
+        if self.algorithm != "HNSW" or self.describe() is None or self._vector_index:
+            return
+        with self._guard():
+            conn = self._conn()
+            if _fetch_one(conn, "SELECT to_regclass(%s)", self._plain("chunks_vector")):
+                self._vector_index = True
+                return
+            if self.total_count() < HNSW_FROM:
+                return
+            with conn.transaction():
+                conn.execute(f"SET LOCAL maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
+                conn.execute(
+                    sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding {})").format(
+                        self._names["chunks_vector"],
+                        self._names["chunks"],
+                        sql.SQL(_OPERATORS[self.metric][1]),
+                    )
+                )
+        self._vector_index = True
 
     def close(self) -> None:
         """Close every connection of every thread."""
@@ -840,6 +907,11 @@ def _scope(tenant_id: str, filters: ChunkFilters) -> tuple[sql.Composable, list[
         parts.append(sql.SQL("language = %s"))
         params.append(filters.language)
     return sql.SQL(" AND ").join(parts), params
+
+
+def _idf(total: int, holders: int) -> float:
+    """BM25's IDF of a stem ``holders`` of ``total`` chunks hold (as BM25STD computes it)."""
+    return math.log(1 + (total - holders + 0.5) / (holders + 0.5))
 
 
 def _query_stems(query: str) -> list[str]:

@@ -77,10 +77,12 @@ def test_tool_call_round_trip(kb: KB, llm: FakeOpenAI) -> None:
     assert assistant["tool_calls"][0]["id"] == "call_abc123"
     (reply,) = tool_messages(second)
     assert reply["tool_call_id"] == "call_abc123"
-    expected = run(tools[0].search("How often is a failed job retried?"))
+    expected = model_view(tools[0], "How often is a failed job retried?")
     assert reply["content"] == expected
     assert expected.startswith("Found 2 result(s):\n\n[1] Score: ")
-    assert "Source: docs/guides/retries.md" in expected.split("\n\n")[1]
+    # the contract's result line, then where the result is: the model can cite it
+    line = expected.split("\n\n")[1].splitlines()[0]
+    assert "| Source: docs/guides/retries.md | Location: lines 1-3 | Section: Retries" in line
 
     (record,) = result.tool_calls
     assert seen == [record]
@@ -267,12 +269,18 @@ def test_retrieval_only(kb: KB) -> None:
     agent = Agent(project, tools)  # no client
     assert agent.retrieval_only
     result = run(agent.run_turn("bearer token"))
-    expected = run(tools[0].search("bearer token"))
-    assert result.answer == expected
+    expected = model_view(tools[0], "bearer token")
+    assert result.answer == expected and "| Location: " in expected
     (record,) = result.tool_calls
     assert record.id == "" and record.arguments == {"query": "bearer token"}
     assert record.results[0].source_path == "docs/guides/auth.md"
     assert result.rounds == 0
+
+
+def model_view(tool: VectorStoreTool, query: str) -> str:
+    """What the model reads of ``tool``'s results for ``query``: the model's view."""
+    results, total = tool.find(query)
+    return tool.render(query, results, total, view="model")
 
 
 def _client(server: FakeOpenAI) -> openai.AsyncOpenAI:

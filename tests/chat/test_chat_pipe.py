@@ -78,9 +78,11 @@ def test_commands_in_line_mode(example: Path) -> None:
     assert [(g[0], g[1], g[3]) for g in got] == [
         (str(r["rank"]), r["source_path"], f"{r['score']:.2f}") for r in results
     ]
-    for (_, _, cell, _), r in zip(got, results, strict=True):  # a long section is cut to fit
-        head, _, location = cell.rpartition("… · ") if "… · " in cell else (cell, "", "")
-        assert _where(r).startswith(head) and _where(r).endswith(location)
+    for (_, _, cell, _), r in zip(got, results, strict=True):
+        # a long section is shortened in its middle to fit, the location kept whole
+        kept = [part.strip() for part in cell.split("…") if part.strip()]
+        assert all(part in _where(r) for part in kept), (cell, _where(r))
+        assert cell.endswith(r["location"] or "-")
 
     # /show 1: the first result whole, exactly as the search found it
     best = results[0]
@@ -146,6 +148,41 @@ def test_llm_tool_call_round_trip_through_the_cli(example: Path, fake_openai: Fa
         "assistant",
         "user",
     ]
+
+
+def test_the_model_reads_where_each_result_is_so_it_can_cite_it(
+    example: Path, fake_openai: FakeOpenAI
+) -> None:
+    """The tool message the LLM receives names each result's location and section, as MCP
+    and the retrieval-only answer do (issue 60, item 4: it held only the source path)."""
+    with_model(example, fake_openai.url)
+    query = "retry policy defaults"
+    fake_openai.chat.push(
+        tool_calls(("knowledge_base", {"query": query}, "call_1")),
+        text("Three attempts (guides/retries.md, lines 30-33)."),
+    )
+    done = run_holodeck(
+        "chat", cwd=example, env={"OPENAI_API_KEY": KEY}, stdin="How often is a job retried?\n"
+    )
+    assert done.returncode == 0, done.stderr
+    tool_reply = fake_openai.chat_requests()[1]["messages"][-1]
+    assert tool_reply["role"] == "tool" and tool_reply["tool_call_id"] == "call_1"
+
+    found = run_holodeck(
+        "search", "--json", "--no-ingest", query, cwd=example, env={"OPENAI_API_KEY": KEY}
+    )
+    results = json.loads(found.stdout)["tools"][0]["results"]
+    assert results[0]["location"] and results[0]["section"]
+    lines = tool_reply["content"].splitlines()
+    assert lines[0] == "Found 5 result(s):"
+    for r in results:  # each result line: the contract's, then where the result is
+        line = (
+            f"[{r['rank']}] Score: {r['score']:.2f} | Source: {r['source_path']}"
+            + (f" | Location: {r['location']}" if r["location"] else "")
+            + (f" | Section: {r['section']}" if r["section"] else "")
+        )
+        assert line in lines, (line, tool_reply["content"])
+        assert r["content"] in tool_reply["content"]  # the passage whole, as before
 
 
 def test_bad_key_is_one_line_per_message_and_exit_3(example: Path, fake_openai: FakeOpenAI) -> None:

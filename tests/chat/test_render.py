@@ -15,7 +15,14 @@ from cli_helpers import write
 from holodeck.agent.loop import ToolCallRecord
 from holodeck.chat.render import compact_results, show_result, sources_text
 from holodeck.config.loader import load_project
-from holodeck.results import SearchResult, highlighted, query_terms, snippet_lines
+from holodeck.results import (
+    SearchResult,
+    highlighted,
+    query_terms,
+    render,
+    shorten_middle,
+    snippet_lines,
+)
 from holodeck.tools.vectorstore_tool import build_tools
 from holodeck.vectorstore.records import ChunkRecord, chunk_id_for, text_hash
 
@@ -185,3 +192,105 @@ def test_sources_fit_the_terminal_keeping_the_file_name() -> None:
     assert rows[0].split() == ["#", "tool", "source", "where", "score"]
     assert rows[1].split()[2].startswith("…") and rows[1].split()[2].endswith("upgrade-notes.txt")
     assert rows[1].split()[3:] == ["lines", "14-28", "0.41"]
+
+
+def test_a_quantity_question_shows_the_sentence_with_the_number() -> None:
+    """ "How many times..." is answered by a sentence holding a number: the snippet is that
+    one, not the sentence that only repeats the question's words (issue 60, item 9)."""
+    found = [SearchResult(1, 0.57, "examples/docs/guides/retries.md", RETRIES)]
+    shown = " ".join(
+        render(found, "compact", "How many times is a failing task retried?").plain.split()
+    )
+    assert "3 attempts in total (the first run plus 2 retries)" in shown
+    assert "never count as failed" not in shown
+    # a question that asks for no quantity still goes by the words it shares
+    other = " ".join(
+        render(found, "compact", "Is a run cancelled by a user retried?").plain.split()
+    )
+    assert "Runs cancelled by a user never count as failed and are never retried." in other
+
+
+def test_a_long_section_gives_way_in_its_middle_and_the_location_never() -> None:
+    section = "Operations manual › Upgrades › From 2.x to 3.x › Rolling back a failed upgrade"
+    assert shorten_middle(section, 200) == section
+    assert shorten_middle(section, 60) == "Operations manual › … › Rolling back a failed upgrade"
+    assert shorten_middle(section, 45) == "Operations m… › Rolling back a failed upgrade"
+    assert shorten_middle(section, 35) == "… › Rolling back a failed upgrade"
+    assert shorten_middle(section, 30) == "… › Rolling back a failed upg…"
+    assert shorten_middle("Rolling back a failed upgrade", 20) == "Rolling back a fail…"
+    assert shorten_middle(section, 8) == ""
+    long = SearchResult(
+        1,
+        0.71,
+        "examples/docs/operations/very-long-folder-name/upgrade-notes.txt",
+        "Roll back with skyline downgrade.",
+        location="lines 140-190",
+        section=section,
+    )
+    for width in (200, 100, 80, 60, 40, 30):
+        header = render([long], "terminal", "roll back", width).plain.splitlines()[0]
+        assert header.endswith(" · lines 140-190") and len(header) <= max(width, 30), header
+        assert header.startswith("[1] 0.71  ")
+    assert "› Operations manual › … › Rolling back a failed upgrade · " in (
+        render([long], "terminal", "roll back", 150).plain
+    )
+    narrow = render([long], "terminal", "roll back", 60).plain.splitlines()[0]
+    assert "upgrade-notes.txt" in narrow  # the path keeps its end, the file name
+
+
+def test_the_views_of_one_result() -> None:
+    """contract: the template only; model: where it is too, the passage whole; compact: that
+    line and the matching lines; terminal: the short header."""
+    one = SearchResult(
+        1, 0.83, "docs/x.md", "Line one.\n\nThe pump is primed.", location="page 3", section="A › B"
+    )
+    assert render([one], "contract").plain == (
+        "Found 1 result(s):\n\n[1] Score: 0.83 | Source: docs/x.md\n"
+        "Line one.\n\nThe pump is primed."
+    )
+    assert render([one], "model").plain == (
+        "Found 1 result(s):\n\n[1] Score: 0.83 | Source: docs/x.md | Location: page 3 | "
+        "Section: A › B\nLine one.\n\nThe pump is primed."
+    )
+    compact = render([one], "compact", "pump primed")
+    assert compact.plain == (
+        "[1] Score: 0.83 | Source: docs/x.md | Location: page 3 | Section: A › B\n"
+        "    Line one. The pump is primed."
+    )
+    assert compact.styles == []  # plain: for pipes and scripts
+    terminal = render([one], "terminal", "pump primed")
+    assert terminal.plain.splitlines()[0] == "[1] 0.83  docs/x.md › A › B · page 3"
+    marked = [terminal.plain[a:b] for a, b, style in terminal.styles if style == "bold red"]
+    assert marked == ["pump", "primed"]
+
+
+def test_a_hit_no_word_explains_shows_its_best_chunk_not_a_neighbour() -> None:
+    """A passage merged from three chunks, found by meaning alone: the lines shown are the
+    best chunk's (the place its header names), not the first neighbour's."""
+    first = "# Ferry timetable\n\nThe ferry leaves the north pier at seven in the morning.\n\n"
+    best = "# Signal lamp\n\nThe lamp on the harbour tower turns every six hours.\n\n"
+    last = "# Greenhouse care\n\nThe beds are watered at dawn and at dusk.\n"
+    content = first + best + last
+    where = (len(first), len(first) + len(best))
+    places = [
+        (0, where[0], "lines 1-3"),
+        (*where, "lines 5-7"),
+        (where[1], len(content), "lines 9-11"),
+    ]
+    found = [
+        SearchResult(
+            1, 0.6, "docs/h.md", content, chunk_index=1, chunks=[0, 1, 2], places=places,
+            location="lines 5-7",
+        )
+    ]  # fmt: skip
+    header, shown = render(found, "compact", "beacon upkeep").plain.splitlines()[:2]
+    assert shown.startswith("    … § Signal lamp — The lamp on the harbour tower"), shown
+    assert header == "[1] Score: 0.60 | Source: docs/h.md | Location: lines 5-7"
+    # words of a neighbour's: its lines are shown, and the header says where they are
+    header, shown = render(found, "compact", "when are the beds watered?").plain.splitlines()[:2]
+    assert shown == "    … § Greenhouse care — The beds are watered at dawn and at dusk."
+    assert header.endswith("| Location: lines 5-7 | Shown: lines 9-11"), header
+    terminal = render(found, "terminal", "when are the beds watered?", 80).plain.splitlines()[0]
+    assert terminal == "[1] 0.60  docs/h.md · lines 5-7 (shown: 9-11)"
+    unknown = [SearchResult(1, 0.6, "docs/h.md", content)]  # no best chunk known: the start
+    assert "    § Ferry timetable — The ferry" in render(unknown, "compact", "beacon upkeep").plain

@@ -197,9 +197,8 @@ def test_a_result_names_where_its_best_chunk_is_not_its_neighbours(
     assert "rotated every six hours" in result["content"]
 
     # the pipe's text says the same place
-    piped = search(project, kind)
-    source = re.search(rf"Source: docs/{FILES[kind]} \(([^)]*)\)", piped)
-    assert source and source[1] == result["location"], piped
+    piped = search(project, kind).splitlines()[0]
+    assert f"| Source: docs/{FILES[kind]} | Location: {result['location']}" in piped, piped
 
 
 @pytest.mark.parametrize("kind", ["pdf", "xlsx"])
@@ -223,3 +222,31 @@ def test_mcp_results_name_where_their_best_chunk_is(project: Path, kind: str) ->
     assert top["location"] == ANSWER_AT[kind] and len(top["chunks"]) > 1, top
     first = called.content[0].text.split("\n")[2]
     assert f"| Source: docs/{FILES[kind]} | Location: {ANSWER_AT[kind]}" in first, first
+
+
+def test_a_fresh_projects_three_page_pdf_answers_from_page_3(tmp_path: Path) -> None:
+    """The issue's own case: default settings, pages of about a chunk each, the answer on
+    page 3: the passage merges the three chunks (pages 1-3), the result says page 3."""
+    write(
+        tmp_path / "agent.yaml",
+        "name: fresh\ntools:\n  - {type: vectorstore, name: kb, source: docs}\n",
+    )
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    for title, text in TOPICS:
+        pdf.add_page()
+        pdf.multi_cell(0, 8, f"{title}\n\n" + " ".join([text] * 4))
+    (tmp_path / "docs").mkdir()
+    pdf.output(str(tmp_path / "docs" / "harbour.pdf"))
+    assert run_holodeck("ingest", cwd=tmp_path).returncode == 0
+
+    found = run_holodeck("search", "--top-k", "1", "--json", QUERY, cwd=tmp_path)
+    (result,) = json.loads(found.stdout)["tools"][0]["results"]
+    assert (result["chunks"], result["span"]) == ([0, 1, 2], "pages 1-3"), result
+    assert result["location"] == "page 3"
+    piped = run_holodeck("search", "--top-k", "1", QUERY, cwd=tmp_path).stdout
+    assert (
+        piped.startswith("[1] Score: ")
+        and "| Source: docs/harbour.pdf | Location: page 3\n" in piped
+    )
+    assert "rotated every six hours" in piped

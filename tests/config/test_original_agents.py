@@ -470,8 +470,8 @@ REFUSED = [
     (
         "test_cases:\n  - input: What is in the chart?\n    files:\n"
         "      - {path: chart.png, type: image}\n",
-        "agent.yaml:7: test_cases[0].files: file inputs are not supported (holodeck sends the "
-        "model text); put the file's text in input:",
+        "agent.yaml:8: test_cases[0].files[0].type: images are not read (holodeck sends the "
+        "model text, with no OCR or vision); describe the image in input:",
     ),
 ]
 

@@ -212,11 +212,16 @@ def fake_world(tmp_path: Path) -> Any:
 
 @pytest.mark.parametrize("template", TEMPLATES)
 def test_what_the_original_init_writes_loads_and_runs(
-    template: str, tmp_path: Path, fake_world: Any
+    template: str, tmp_path: Path, fake_world: Any, request: pytest.FixtureRequest
 ) -> None:
     server, env = fake_world
+    if "postgres" in template:  # its knowledge base goes into the suite's real PostgreSQL
+        env = {**env, "POSTGRES_CONNECTION_STRING": request.getfixturevalue("pg_url")}
     project = tmp_path / "project"
     make_project(project, template)
+    if "provider: postgres" in (FIXTURES / template).read_text(encoding="utf-8"):
+        # its wizard's PostgreSQL: the suite's real one, where the variable it writes says
+        env["POSTGRES_CONNECTION_STRING"] = request.getfixturevalue("pg_url")
 
     shown = run_holodeck("config", "show", cwd=project, env=env)
     assert shown.returncode == 0, shown.stderr

@@ -305,3 +305,42 @@ def test_test_cases_file_naming_a_folder_says_so(tmp_path: Path) -> None:
         "Error: agent.yaml:6: test_cases_file: cases is a folder, not a file; name the YAML "
         "file of test cases in it (path relative to agent.yaml)"
     )
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_all_subclasses(sub)]
+    return found
+
+
+def test_every_number_of_the_config_refuses_a_boolean() -> None:
+    """pydantic reads ``true`` as 1 where a number goes (``max_text_chars: true`` was the
+    limit 1, issue 61 item 3): every int and float field of every config model refuses it,
+    a field added later included."""
+    import types
+    import typing
+
+    import pydantic
+
+    import holodeck.config.loader  # noqa: F401  (imports every config model)
+    from holodeck.config.base import StrictModel
+
+    def numeric(annotation: object) -> bool:
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            return bool(members) and all(numeric(a) for a in members)
+        return annotation in (int, float)
+
+    checked = []
+    for model in _all_subclasses(StrictModel):
+        for name, field in model.model_fields.items():
+            if not numeric(field.annotation):
+                continue
+            checked.append(f"{model.__name__}.{name}")
+            with pytest.raises(pydantic.ValidationError) as refused:
+                model.model_validate({name: True})
+            mine = [e for e in refused.value.errors() if e["loc"][-1:] == (name,)]
+            assert [e["type"] for e in mine] == ["bool_for_number"], (model, name, mine)
+    assert "FileLimits.max_text_chars" in checked and "CodeMetric.timeout" in checked
+    assert len(checked) > 20

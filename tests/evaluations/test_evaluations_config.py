@@ -213,7 +213,7 @@ def test_config_show_accepts_it_too(tmp_path: Path) -> None:
         ),
         (
             "- {type: geval, name: x, criteria: y, evaluation_params: [actual_output, context]}",
-            "evaluation_params: 'context' is the original HoloDeck's test-case files: content",
+            "evaluation_params: 'context' (the original HoloDeck's test-case files: content)",
         ),
         (
             "- {metric: rouge, threshold: 1.5}",

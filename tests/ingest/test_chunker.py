@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import itertools
 import random
+import re
 
 import pytest
 
@@ -13,7 +14,7 @@ from holodeck.embeddings.hf_tokenizer import HFTokenCounter
 from holodeck.embeddings.local import BUILTIN_TOKENIZER
 from holodeck.embeddings.tiktoken_offline import TiktokenCounter
 from holodeck.errors import ConfigError
-from holodeck.ingest.chunker import Chunk, chunk_text
+from holodeck.ingest.chunker import MIN_CHUNK_TOKENS, Chunk, chunk_text
 
 WORDS = [
     "alpha",
@@ -292,3 +293,26 @@ def test_the_last_chunk_is_not_a_sliver_unless_the_document_is(counter: TokenCou
         assert len(chunks) > 1
         assert counter.count(chunks[-1].text) >= 20, chunks[-1].text
     assert chunk_text("Just data)", counter, 128, 20)[0].text == "Just data)"
+
+
+def test_a_chunk_ends_where_a_section_starts(counter: TokenCounter) -> None:
+    rng = random.Random(11)
+    parts = []
+    for n in range(30):
+        parts.append(f"## Section {n}")
+        parts.extend(_paragraph(rng, rng.randint(1, 6)) for _ in range(rng.randint(1, 3)))
+    text = "\n\n".join(parts)
+    starts = [m.start() for m in re.finditer(r"^## ", text, re.MULTILINE)]
+    chunks = chunk_text(text, counter, 128, 16, starts)
+    _check_chunks(text, chunks, counter, 128)
+
+    shared = 0
+    for chunk in chunks:
+        for start in (s for s in starts if chunk.start < s < chunk.end):
+            # only a section too short for a chunk of its own shares one, at its start
+            before = text[chunk.start : start]
+            tokens = counter.count(before) - counter.special_tokens
+            assert tokens < MIN_CHUNK_TOKENS or len(before) < 4 * MIN_CHUNK_TOKENS, before
+            shared += 1
+    assert shared < len(starts) // 3  # most sections start a chunk of their own
+    assert sum(c.start in starts for c in chunks) >= len(starts) - shared

@@ -168,3 +168,37 @@ def test_html_keeps_the_article_and_its_headings_not_the_site_around_it(tmp_path
     assert section_paths(converted.headings, [(start, start + 60)]) == [
         "Pumps › Bleeding air › Bleed screw sizes"
     ]
+
+
+def test_an_xhtml_page_with_its_xml_declaration_is_read_with_its_anchors(tmp_path: Path) -> None:
+    page = (
+        '<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html>\n'
+        '<html xmlns="http://www.w3.org/1999/xhtml"><body>'
+        '<nav><a href="a.html">Boilers</a> <a href="b.html">Valves</a></nav>'
+        '<div role="main"><h1 id="valves">Valves</h1>'
+        "<p>A gate valve is opened fully or closed fully, never left halfway.</p></div>"
+        "</body></html>"
+    )
+    (tmp_path / "valves.html").write_text(page, encoding="utf-8")
+
+    converted = _convert(tmp_path / "valves.html")
+
+    assert "never left halfway" in converted.text and "Boilers" not in converted.text
+    assert [(h.title, h.anchor) for h in converted.headings] == [("Valves", "#valves")]
+
+
+def test_code_drawn_line_by_line_keeps_its_lines(tmp_path: Path) -> None:
+    prose = "<p>" + " ".join(["The keeper logs every rotation with the hour and weather."] * 5)
+    lines = "".join(
+        f'<span class="token-line"><span class="token plain">{line}</span></span>'
+        for line in ("&gt;&gt;&gt; lamp.rotate(90)", "&gt;&gt;&gt; lamp.heading", "'east'")
+    )
+    page = (
+        f'<html><body><main><h1 id="lamp">Lamp</h1>{prose}</p>'
+        f'<pre class="prism-code"><code>{lines}</code></pre>{prose}</p></main></body></html>'
+    )
+    (tmp_path / "lamp.html").write_text(page, encoding="utf-8")
+
+    text = _convert(tmp_path / "lamp.html").text
+
+    assert "```\n>>> lamp.rotate(90)\n>>> lamp.heading\n'east'\n```" in text

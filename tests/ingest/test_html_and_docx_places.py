@@ -205,3 +205,20 @@ def test_a_docx_result_names_the_paragraph_it_comes_from(project: Path) -> None:
     assert 6 in paragraphs(result["location"])  # the passage shown may take in its neighbours
     header = header_on_terminal(project, "what happens to evening crossings in a storm warning")
     assert "docs/ferry.docx › Ferry guide · paragraph" in header
+
+
+def test_a_page_of_navigation_only_is_skipped_saying_so(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", AGENT)
+    write(
+        tmp_path / "docs" / "menu.html", f"<html><body><nav><ul>{SIDEBAR}</ul></nav></body></html>"
+    )
+    write(tmp_path / "docs" / "lamp.html", SHORT_PAGE)
+    result = run_holodeck("ingest", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)["tools"][0]
+    assert summary["skipped_files"] == [
+        {
+            "path": "menu.html",
+            "reason": "no content besides the page's navigation, header and footer",
+        }
+    ]

@@ -203,3 +203,30 @@ def test_an_edit_of_agent_yaml_is_applied_or_said_to_need_a_restart(project: Pat
     finally:
         watcher.kill()
     assert "Traceback" not in watcher.stderr()
+
+
+def test_an_edited_model_the_restart_could_not_use_gives_its_error_not_advice(
+    project: Path,
+) -> None:
+    """The watch said to restart with --force-ingest, which then refused the model (rc 2,
+    "needs a provider"): it checks the edit as the restart would and shows that line instead
+    (issue 61, item 4)."""
+    edited = AGENT + "    embedding_model: some-other/model\n"
+    watcher = Watcher(project)
+    try:
+        watcher.wait_for("Watching docs for changes")
+        write(project / "agent.yaml", edited)
+        watcher.wait_for("the running settings stay")
+        write(project / "docs" / "knots.md", "A bowline is tied before the race starts.\n")
+        watcher.wait_for("kb: 1 new, 0 changed")  # still watching, with the running model
+        assert watcher.stop(signal.SIGTERM) == 0
+    finally:
+        watcher.kill()
+    restart = run_holodeck("ingest", "--force-ingest", cwd=project)
+    assert restart.returncode == 2
+    [refused] = restart.stderr.strip().splitlines()
+    assert "needs a provider" in refused
+    said = [line for line in watcher.stderr().splitlines() if "running settings stay" in line]
+    assert len(said) == 1 and refused.removeprefix("Error: ") in said[0], said
+    assert "cannot change while running" not in watcher.stderr()
+    assert "Traceback" not in watcher.stderr()

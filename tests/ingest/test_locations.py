@@ -116,7 +116,7 @@ def test_pdf_words_stay_apart_and_each_chunk_names_its_page(project: Path) -> No
     first, last = span(best["location"], "page")
     assert "marker3" in best["content"] and first <= 3 <= last
     shown = run_holodeck("search", "Page marker3", "--top-k", "1", cwd=project)
-    assert f"Source: docs/guide.pdf ({best['location']})\n" in shown.stdout
+    assert f"Source: docs/guide.pdf | Location: {best['location']}" in shown.stdout
 
 
 def test_markdown_lines_are_the_files_own_lines_front_matter_counted(project: Path) -> None:

@@ -94,12 +94,12 @@ def test_every_odd_name_is_ingested_escaped_and_found(project: Path) -> None:
         assert [r["source_path"] for r in results] == ["docs/r\\xe9sum\\xe9/rockets.md"]
         assert "Warning" not in found.stderr
 
-    shown = run_holodeck("search", "lychee sorbet", cwd=project)  # the plain terminal view
+    shown = run_holodeck("search", "lychee sorbet", cwd=project)  # the compact (piped) view
     assert shown.returncode == 0, shown.stderr
     no_raw_escapes(shown.stdout, shown.stderr)
-    assert "Source: docs/\\x1b[31mred\\x1b[0m.md (lines 1-3)" in shown.stdout
+    assert "Source: docs/\\x1b[31mred\\x1b[0m.md | Location: lines 1-3" in shown.stdout
     bilge = run_holodeck("search", "bilge pump water", cwd=project)
-    assert "Source: docs/new\\nline.md (lines 1-3) | Section: Bilge" in bilge.stdout
+    assert "Source: docs/new\\nline.md | Location: lines 1-3 | Section: Bilge" in bilge.stdout
 
 
 def test_a_renamed_odd_file_keeps_one_document(tmp_path: Path) -> None:

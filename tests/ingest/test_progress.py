@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -160,3 +161,76 @@ def test_kill_9_inside_a_big_file_then_the_rerun_reuses_its_stored_slices(
         index.close()
     assert [c.chunk_index for c in chunks] == list(range(total))
     assert "Section 199." in chunks[-1].content
+
+
+def long_pdf(path: Path, pages: int) -> Path:
+    """A real PDF of ``pages`` pages, each a distinct short paragraph."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    for n in range(1, pages + 1):
+        pdf.add_page()
+        pdf.multi_cell(
+            0, 6, f"Page {n}. Tank {n} of the {WORDS[n % 12]} yard holds {n * 40} litres."
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path
+
+
+def test_a_piped_ingest_shows_progress_inside_a_long_pdf_and_a_big_file(tmp_path: Path) -> None:
+    """The real command into a pipe: the pages of a long PDF as it is read, and the chunks of
+    a file bigger than a window as they are embedded, each a count that moves."""
+    project = tmp_path / "proj"
+    write(project / "agent.yaml", AGENT)
+    long_pdf(project / "docs" / "atlas.pdf", 120)
+    write(project / "docs" / "manual.md", manual(160))  # about 160 chunks: five windows
+    run = subprocess.run(
+        ingest_argv(window=32), cwd=project, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "NO_COLOR": "1", "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    read = re.findall(r"^kb: reading atlas\.pdf: page (\d+)/120$", run.stderr, re.M)
+    pages = [int(n) for n in read]
+    assert len(pages) >= 5 and pages == sorted(pages) and pages[-1] == 120, run.stderr
+    chunks = re.findall(r"· manual\.md \((\d+)/(\d+) chunks\)$", run.stderr, re.M)
+    done = [int(n) for n, _ in chunks]
+    assert len(set(done)) >= 3 and done == sorted(done), run.stderr
+    (total,) = {int(total) for _, total in chunks}  # one file, one count of its chunks
+    assert 150 < total < 170 and done[-1] <= total
+
+
+def test_a_first_ingest_says_what_it_will_take_once(tmp_path: Path) -> None:
+    """The first ingest of a library starts with one line: the files, the tokens expected
+    from their sizes, the time with the local model, and that search need not wait; an
+    unchanged re-run says nothing of it."""
+    project = tmp_path / "proj"
+    write(project / "agent.yaml", AGENT)
+    write(project / "docs" / "manual.md", manual(40))
+    write(project / "docs" / "small.txt", "The spare keys hang in the office.\n")
+    first = run_holodeck("ingest", cwd=project)
+    assert first.returncode == 0, first.stderr
+    lines = [line for line in first.stderr.splitlines() if "first ingest" in line]
+    assert len(lines) == 1, first.stderr
+    match = re.fullmatch(
+        r"kb: first ingest, 2 files, about ([\d.]+k?) tokens to embed: about \d+ (s|min) with "
+        r"the local model \(3 min per million tokens on 2 idle cores\); search answers from "
+        r"what is stored meanwhile",
+        lines[0],
+    )
+    assert match, lines[0]
+    # the estimate from sizes is near the tokens the run then counted as it chunked
+    embedded = re.findall(r"· ([\d.]+k?)/\1 tokens", first.stderr)[-1]
+    assert 0.67 < _count(match[1]) / _count(embedded) < 1.5, first.stderr
+    again = run_holodeck("ingest", cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert "first ingest" not in again.stderr
+    write(project / "docs" / "new.txt", "The boiler is drained each spring.\n")
+    more = run_holodeck("ingest", cwd=project)
+    assert "first ingest" not in more.stderr  # a later ingest of new files is no first one
+
+
+def _count(short: str) -> float:
+    """``3.2k`` -> 3200.0, ``950`` -> 950.0 (the display's short counts)."""
+    return float(short.rstrip("k")) * (1000 if short.endswith("k") else 1)

@@ -1,8 +1,8 @@
 """A result's section is the heading its shown text sits under: never a later heading the
 chunk runs into, nor an AsciiDoc admonition or a list entry taken for a title.
 
-Real files (an AsciiDoc tutorial as .txt, the file type that reads AsciiDoc, and a Markdown
-guide), the real CLI in a real terminal, the real model.
+Real files (an AsciiDoc tutorial as .adoc, and a Markdown guide), the real CLI in a real
+terminal, the real model.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ tools:
   - type: vectorstore
     name: kb
     source: docs
+    file_types: [.md, .adoc]
     chunk_size: 128
     chunk_overlap: 16
 """
@@ -77,7 +78,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("labels")
     write(root / "agent.yaml", AGENT)
     write(root / "docs" / "guide.md", GUIDE)
-    write(root / "docs" / "walk.txt", WALK)
+    write(root / "docs" / "walk.adoc", WALK)
     result = run_holodeck("ingest", cwd=root)
     assert result.returncode == 0, result.stderr
     return root
@@ -109,9 +110,9 @@ def best(project: Path, query: str) -> dict:
     [
         ("guide.md", GUIDE, "open the dashboard from the start menu to see each job's owner"),
         ("guide.md", GUIDE, "how many times is a failing run retried"),
-        ("walk.txt", WALK, "fill in setup_revision_opt for finer control where the walk starts"),
-        ("walk.txt", WALK, "trace_printf can be turned on or off at runtime"),
-        ("walk.txt", WALK, "compare two commit ranges, two versions of a branch"),
+        ("walk.adoc", WALK, "fill in setup_revision_opt for finer control where the walk starts"),
+        ("walk.adoc", WALK, "trace_printf can be turned on or off at runtime"),
+        ("walk.adoc", WALK, "compare two commit ranges, two versions of a branch"),
     ],
 )
 def test_the_section_is_the_heading_above_the_shown_text(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -18,7 +19,10 @@ import openpyxl
 import pytest
 from cli_helpers import run_holodeck, write
 
+from holodeck.config.file_limits import FileLimits
 from holodeck.config.loader import load_project
+from holodeck.ingest.convert import OverLimit, convert
+from holodeck.ingest.discover import SourceFile
 from holodeck.tools.vectorstore_tool import build_tools
 
 MB = 1 << 20
@@ -94,10 +98,11 @@ def project(tmp_path: Path) -> Path:
 
 def test_a_file_past_a_limit_is_not_converted_again_until_it_changes(project: Path) -> None:
     big = project / "docs" / "pumps.xlsx"
-    big.write_bytes(workbook(60))
+    content = workbook(60)  # made once: a workbook's bytes hold the time it was made
+    big.write_bytes(content)
     first, err = ingest(project)
     reason, as_before = skipped(first)["pumps.xlsx"]
-    assert reason.startswith("its text is ") and "(limit 3,000)" in reason, reason
+    assert reason.startswith("its text passes the limit of 3,000 characters at sheet Pumps ")
     assert reason.endswith("raise limits.max_text_chars of tool kb in agent.yaml")
     assert not as_before
     assert f"WARNING: Skipped pumps.xlsx: {reason}" in err
@@ -118,7 +123,7 @@ def test_a_file_past_a_limit_is_not_converted_again_until_it_changes(project: Pa
     ) in err
 
     # Touched (a new mtime, the same bytes): hashed, found the same, still not converted.
-    big.write_bytes(workbook(60))
+    big.write_bytes(content)
     os.utime(big, (stat.st_atime, stat.st_mtime))
     ingest(project)  # (the zeros were never seen: these bytes are the remembered ones)
     os.utime(big, (stat.st_atime, stat.st_mtime + 60))
@@ -174,3 +179,28 @@ def test_a_real_workbook_passes_the_ratio_of_all_its_parts(project: Path) -> Non
         assert sum(e.file_size for e in z.infolist()) > MB  # the rule applies to it
     summary, _ = ingest(project)
     assert (summary["new"], summary["failed"]) == (2, 0), summary
+
+
+def test_a_workbook_past_the_text_limit_stops_at_its_sheet_and_row(tmp_path: Path) -> None:
+    """Sheets and rows are its records: measured before markitdown converts it whole, it is
+    refused at the row where its text passes the limit, and one that fits is never refused
+    by that measure (it counts no more than the Markdown made of it)."""
+    path = tmp_path / "log.xlsx"
+    path.write_bytes(workbook(400, sheets=3))
+    file = SourceFile(path, path.name, 0.0, 0, root=os.path.realpath(tmp_path))
+    whole = len(convert(file).text)
+    assert whole > 30_000
+
+    with pytest.raises(OverLimit) as refused:
+        convert(file, FileLimits(max_text_chars=whole // 2))
+    found = re.fullmatch(
+        rf"its text passes the limit of {whole // 2:,} characters at sheet Pumps (\d), row "
+        r"(\d+); to ingest it, raise limits.max_text_chars",
+        refused.value.reason,
+    )
+    assert found, refused.value.reason
+    assert found.group(1) == "2" and 1 < int(found.group(2)) < 400  # stopped inside sheet 2
+
+    assert len(convert(file, FileLimits(max_text_chars=whole)).text) == whole  # fits exactly
+    with pytest.raises(OverLimit):
+        convert(file, FileLimits(max_text_chars=whole - 1))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import fake_judge
 import pytest
+import redis
 from cli_helpers import run_holodeck, write
 from fake_openai import FakeOpenAI, text, tool_calls, tool_results
 from redis_project import CORPUS, database_yaml, global_config, write_docs
@@ -173,3 +174,24 @@ def test_password_never_written_to_any_file(
         data = path.read_bytes()
         assert PASSWORD.encode() not in data, f"the password is in {path}"
     check(outputs, PASSWORD)
+
+
+def test_a_database_path_that_is_no_number_is_refused_not_database_0(
+    tmp_path: Path, redis_server_factory: Callable[..., RedisServer]
+) -> None:
+    """``redis://...:PORT/abc`` was database 0 in silence (issue 61, debatable): refused as
+    ``/99`` is, one line naming the redacted URL and the fix, exit 2, nothing written."""
+    server = redis_server_factory(password=PASSWORD)
+    write(tmp_path / "agent.yaml", AGENT)
+    write_docs(tmp_path / "docs", CORPUS)
+    global_config(tmp_path / ".holodeck" / "config.yaml", f"{server.url}/abc", "dbabc")
+    result = run_holodeck("ingest", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"Error: invalid Redis URL redis://:***@127.0.0.1:{server.port}/abc: '/abc' is not a "
+        "database number; end the connection string with /0 (the default, also when left "
+        "out), /1, ..."
+    )
+    assert "Traceback" not in result.stderr and PASSWORD not in result.stderr
+    client = redis.Redis.from_url(server.url)
+    assert client.dbsize() == 0  # database 0 untouched

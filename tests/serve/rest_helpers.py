@@ -57,10 +57,26 @@ def make_model_project(root: Path, url: str) -> Path:
 class RestServer:
     """``holodeck serve --protocol rest --port 0 ARGS`` with its stderr in a file."""
 
-    def __init__(self, project: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        project: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        protocol: str = "rest",
+    ) -> None:
         self.err_path = project / "serve.err"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "holodeck", "serve", "--protocol", "rest", "--port", "0", *args],
+            [
+                sys.executable,
+                "-m",
+                "holodeck",
+                "serve",
+                "--protocol",
+                protocol,
+                "--port",
+                "0",
+                *args,
+            ],
             cwd=project,
             env={**server_env(project), "OPENAI_API_KEY": "sk-test-fake", **(env or {})},
             stdin=subprocess.DEVNULL,
@@ -68,7 +84,9 @@ class RestServer:
             stderr=self.err_path.open("w"),
         )
         found = wait_for(
-            lambda: re.search(r"REST at (http://\S+)/", self.stderr()), START_SECONDS, self
+            lambda: re.search(r"REST(?: and AG-UI \(POST /awp\))? at (http://\S+)/", self.stderr()),
+            START_SECONDS,
+            self,
         )  # type: ignore[arg-type]
         self.url = found.group(1).replace("//0.0.0.0:", "//127.0.0.1:", 1)
 

@@ -227,3 +227,30 @@ def test_the_token_is_redacted_once_read(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv(TOKEN_VAR, token)
     assert envvars.SERVE_TOKEN.read() == token
     assert redact(f"sent {token}, then {json.dumps({'t': token})}") == 'sent ***, then {"t": "***"}'
+
+
+def test_a_token_in_dotenv_is_said_to_be_ignored(project: Path) -> None:
+    """``.env`` fills ``${...}`` of the config files; serve reads the token only from its
+    environment. A token there was ignored without a word, so a loopback server answered
+    without one (issue 61, debatable): it now warns, once, and serves as documented."""
+    (project / ".env").write_text(f"{TOKEN_VAR}=a-token-kept-in-dotenv-1234\n")
+    server = HttpServer(project)
+    try:
+        assert post(server.url).status_code == 200  # as documented: no token asked
+        assert server.stop(signal.SIGTERM) == 0
+    finally:
+        server.kill()
+    said = [line for line in server.stderr().splitlines() if ".env sets" in line]
+    assert said == [
+        f"Warning: .env sets {TOKEN_VAR}, which serve reads only from the environment: this "
+        f"server asks no token; export {TOKEN_VAR} in the shell that starts it to require one"
+    ]
+    assert "a-token-kept-in-dotenv-1234" not in server.stderr()
+
+    server = HttpServer(project, env={TOKEN_VAR: "a-token-from-the-environment-99"})
+    try:
+        assert post(server.url).status_code == 401
+        assert server.stop(signal.SIGTERM) == 0
+    finally:
+        server.kill()
+    assert ".env sets" not in server.stderr()  # the environment's token is the one used

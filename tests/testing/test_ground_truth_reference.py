@@ -67,12 +67,43 @@ evaluations:
 
 
 def run(tmp_path: Path, server: FakeOpenAI) -> tuple[int, dict[str, dict]]:
+    code, cases, _ = run_with_stderr(tmp_path, server)
+    return code, cases
+
+
+def run_with_stderr(tmp_path: Path, server: FakeOpenAI) -> tuple[int, dict[str, dict], str]:
     for answer in ANSWERS:
         server.chat.push(text(answer))
     done = run_holodeck("test", "--report", "report.json", cwd=tmp_path, env=KEY)
     assert "Traceback" not in done.stderr, done.stderr
     report = json.loads((tmp_path / "report.json").read_text())
-    return done.returncode, {c["name"]: c for c in report["cases"]}
+    return done.returncode, {c["name"]: c for c in report["cases"]}, done.stderr
+
+
+def unread_warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "is checked by nothing" in line]
+
+
+def test_a_ground_truth_nothing_reads_is_said_once(tmp_path: Path) -> None:
+    """Without a metric that reads it and without a threshold, a ground_truth checks
+    nothing: said in one line (never a silent change of what passes)."""
+    with FakeOpenAI() as server:
+        agent = project(tmp_path, server.url)
+        path = agent / "agent.yaml"
+        code, _, stderr = run_with_stderr(agent, server)
+        assert code == 0 and unread_warnings(stderr) == []  # rouge reads them
+        text_now = path.read_text()
+        start = text_now.index("evaluations:")
+        path.write_text(text_now[:start] + text_now[text_now.index("test_cases:") :])
+        code, cases, stderr = run_with_stderr(agent, server)
+    assert code == 0 and [c["status"] for c in cases.values()] == ["passed"] * 3
+    (line,) = unread_warnings(stderr)
+    assert line == (
+        "WARNING: agent.yaml: the ground_truth of 3 cases (Simple greeting, Multi-turn "
+        "conversation, Handling unknown queries) is checked by nothing: no metric reads it "
+        "and no ground_truth_threshold asks for the similarity check; add "
+        "ground_truth_threshold: 0.7 to agent.yaml (or to the case) to check it"
+    )
 
 
 def test_a_file_written_for_the_original_reads_ground_truth_as_the_metrics_reference(

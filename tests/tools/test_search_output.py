@@ -1,5 +1,5 @@
 """Search output: the tool hands the LLM the contract's "Formatted Output Template" byte for
-byte; ``holodeck search`` prints the same for people, with where in each file after the path."""
+byte; ``holodeck search`` prints the compact view for people, with where each result is."""
 
 from __future__ import annotations
 
@@ -39,33 +39,33 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _expected(project: Path, query: str, locations: bool) -> str:
-    """The template filled with the ranks and scores ``--json`` reports."""
+def _found(project: Path, query: str) -> list[dict]:
+    """What ``--json`` reports: ranks, scores, places."""
     data = json.loads(run_holodeck("search", query, "--json", cwd=project).stdout)
     results = data["tools"][0]["results"]
     assert [r["rank"] for r in results] == [1, 2]  # top_k
     assert results[0]["source_path"] == "data/docs/auth.md"
     assert results[0]["score"] >= results[1]["score"]
     assert [r["location"] for r in results] == ["line 1", "line 1"]
-    s1, s2 = (f"{r['score']:.2f}" for r in results)
-    second = results[1]["source_path"]
-    where = " (line 1)" if locations else ""
-    return (
-        "Found 2 result(s):\n"
-        "\n"
-        f"[1] Score: {s1} | Source: data/docs/auth.md{where}\n"
-        f"{DOCS['auth.md']}\n"
-        "\n"
-        f"[2] Score: {s2} | Source: {second}{where}\n"
-        f"{DOCS[Path(second).name]}"
-    )
+    return results
 
 
 def test_tool_output_for_the_llm_matches_the_template_byte_for_byte(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     query = "Which tokens handle authentication?"
-    expected = _expected(project, query, locations=False)
+    results = _found(project, query)
+    s1, s2 = (f"{r['score']:.2f}" for r in results)
+    second = results[1]["source_path"]
+    expected = (
+        "Found 2 result(s):\n"
+        "\n"
+        f"[1] Score: {s1} | Source: data/docs/auth.md\n"
+        f"{DOCS['auth.md']}\n"
+        "\n"
+        f"[2] Score: {s2} | Source: {second}\n"
+        f"{DOCS[Path(second).name]}"
+    )
     monkeypatch.setenv("HOME", str(project / "home"))  # as run_holodeck runs the CLI
     (tool,) = build_tools(load_project(project / "agent.yaml"))
     try:
@@ -75,12 +75,22 @@ def test_tool_output_for_the_llm_matches_the_template_byte_for_byte(
         tool.close()
 
 
-def test_cli_output_adds_where_in_the_file_after_the_path(project: Path) -> None:
+def test_piped_output_is_the_compact_view_with_where_each_result_is(project: Path) -> None:
+    """Into a pipe, as on a terminal: per result its line (with its location), then the lines
+    that best match, indented; not whole passages (issue 60, item 10)."""
     query = "Which tokens handle authentication?"
-    expected = _expected(project, query, locations=True)
+    results = _found(project, query)
+    s1, s2 = (f"{r['score']:.2f}" for r in results)
+    second = results[1]["source_path"]
+    expected = (
+        f"[1] Score: {s1} | Source: data/docs/auth.md | Location: line 1\n"
+        f"    {DOCS['auth.md']}\n"
+        f"[2] Score: {s2} | Source: {second} | Location: line 1\n"
+        f"    {DOCS[Path(second).name]}\n"
+    )
     result = run_holodeck("search", query, cwd=project)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == expected + "\n"
+    assert result.stdout == expected
 
 
 def test_all_filtered_by_min_score(project: Path) -> None:

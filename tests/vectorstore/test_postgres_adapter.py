@@ -41,6 +41,7 @@ from holodeck.vectorstore.store import VectorStore
 pytestmark = pytest.mark.postgres
 
 MODEL = "test-model"
+_OPCLASS = {"COSINE": "vector_cosine_ops", "L2": "vector_l2_ops", "IP": "vector_ip_ops"}
 DIMS = 64
 
 
@@ -123,8 +124,16 @@ def clustered_records() -> list[ChunkRecord]:
 @pytest.mark.parametrize("algorithm", ["HNSW", "FLAT"])
 @pytest.mark.parametrize("metric", ["COSINE", "L2", "IP"])
 def test_same_hits_and_scores_as_memory(
-    open_adapter: Callable[..., PostgresIndexAdapter], algorithm: str, metric: str
+    open_adapter: Callable[..., PostgresIndexAdapter],
+    algorithm: str,
+    metric: str,
+    pg_url: str,
+    pg_index_name: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Exact scans, and pgvector's HNSW index once the ingest's end (``flush``) finds the
+    index past ``HNSW_FROM`` chunks (lowered here: the 240 records pass it)."""
+    monkeypatch.setattr(pg, "HNSW_FROM", 200)
     records = clustered_records()
     pg_store = VectorStore(open_adapter(algorithm=algorithm, metric=metric))
     memory_store = VectorStore(MemoryIndexAdapter())
@@ -132,6 +141,15 @@ def test_same_hits_and_scores_as_memory(
         batch = [r for r in records if r.tenant_id == tenant]
         pg_store.upsert_chunks(tenant, batch)
         memory_store.upsert_chunks(tenant, batch)
+        pg_store.flush()
+    with psycopg.connect(pg_url) as conn:
+        made = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+            (f"{pg_index_name}_chunks_vector",),
+        ).fetchall()
+    assert [("USING hnsw" in d and _OPCLASS[metric] in d) for (d,) in made] == (
+        [True] if algorithm == "HNSW" else []
+    )
     rng = np.random.default_rng(7)
     scopes = [
         ChunkFilters(),
@@ -152,6 +170,34 @@ def test_same_hits_and_scores_as_memory(
     assert compared > 100
     stats = pg_store.adapter.stats("t1", "lib0")
     assert (stats["algorithm"], stats["metric"], stats["dimensions"]) == (algorithm, metric, DIMS)
+
+
+def test_the_hnsw_index_waits_for_size_and_a_rebuild_drops_it(
+    open_adapter: Callable[..., PostgresIndexAdapter],
+    pg_url: str,
+    pg_index_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pg, "HNSW_FROM", 30)
+    adapter = open_adapter()
+    store = VectorStore(adapter)
+    rng = np.random.default_rng(20)
+
+    def vector_index() -> bool:
+        with psycopg.connect(pg_url) as conn:
+            name = f'"{pg_index_name}_chunks_vector"'
+            return bool(conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0])
+
+    store.upsert_chunks("t1", [make_record(unit(rng), index=i) for i in range(20)])
+    store.flush()
+    assert not vector_index()  # 20 chunks: searched exactly
+    store.upsert_chunks("t1", [make_record(unit(rng), index=i) for i in range(20, 40)])
+    store.flush()
+    assert vector_index()
+    probe = adapter.get_doc_chunks("t1", "lib", "book/doc.txt")[33]
+    assert store.search("t1", probe.vector, 1, ChunkFilters())[0].record.chunk_id == probe.chunk_id
+    adapter.recreate(IndexInfo(MODEL, DIMS))
+    assert not vector_index()
 
 
 def test_records_come_back_whole_and_upsert_replaces_every_field(
@@ -223,10 +269,59 @@ def test_keyword_side_ranks_by_bm25_and_finds_identifiers_whole(
     idfs = adapter.keyword_idfs(["retrying", "dashboard"])
     assert adapter.keyword_scale("retrying dashboard") == pytest.approx(sum(idfs.values()))
     assert idfs["retrying"] > idfs["dashboard"] > 0
+    # counts are kept between searches, and counted again once the index changes
+    more = [make_record(unit(rng), doc=f"r{i}.md", content="retry again") for i in range(4)]
+    store.upsert_chunks("t1", more)
+    assert adapter.keyword_idfs(["retrying"])["retrying"] < idfs["retrying"]
     holders = store.identifier_holders("t1", "MAX_RETRIES", 5, ChunkFilters())
     assert [h.record.doc_id for h in holders] == ["d1.md"]
     assert store.identifier_holders("t1", "max_retr", 5, ChunkFilters()) == []
     assert store.keyword_search("t1", "zebra", 5, ChunkFilters()) == []
+
+
+def test_keyword_scores_are_bm25_over_every_chunk_holding_a_query_stem(
+    open_adapter: Callable[..., PostgresIndexAdapter],
+) -> None:
+    """The SQL's scores and top 10 are BM25's as computed here by hand (FTS5's k1 and b,
+    BM25STD's IDF, a repeated query word asked again), over Zipf-distributed words."""
+    from holodeck.text.analysis import BM25_B, BM25_K1, stems_text
+    from holodeck.vectorstore.records import indexed_text
+
+    adapter = open_adapter()
+    store = VectorStore(adapter)
+    rng = np.random.default_rng(21)
+    vocab = [f"word{i}" for i in range(60)]
+    weights = 1 / np.arange(1, 61)  # Zipf: word0 in most chunks, word59 in few
+    texts = [
+        " ".join(rng.choice(vocab, size=int(rng.integers(5, 40)), p=weights / weights.sum()))
+        for _ in range(400)
+    ]
+    store.upsert_chunks(
+        "t1", [make_record(unit(rng), doc=f"d{i}.md", content=t) for i, t in enumerate(texts)]
+    )
+    stems = [stems_text(indexed_text(t, "Guide › Setup")).split() for t in texts]
+    average = sum(map(len, stems)) / len(stems)
+    for query in ("word0 word1 word2 word45", "word3 word59", "word0 word1", "word7 word7 word30"):
+        got = store.keyword_search("t1", query, 10, ChunkFilters())
+        asked = pg._query_stems(query)  # a repeated word weighs more, as every backend asks
+        idf = adapter.keyword_idfs(asked)
+        scores = []
+        for i, words in enumerate(stems):
+            score = 0.0
+            for stem in asked:  # a repeated stem adds again, as the backends do
+                tf = words.count(stem)
+                if tf:
+                    norm = 1 - BM25_B + BM25_B * len(words) / average
+                    score += idf[stem] * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
+            if score > 0:
+                scores.append((-score, f"d{i}.md"))
+        want = sorted(scores)[:10]
+        assert [h.score for h in got] == pytest.approx([-s for s, _ in want], rel=1e-6), query
+        # the same chunks (those tied at one score may come in another order)
+        for score in {round(h.score, 6) for h in got[:-1]} - {round(got[-1].score, 6)}:
+            assert {h.record.doc_id for h in got if round(h.score, 6) == score} == {
+                doc for s, doc in want if round(-s, 6) == score
+            }, query
 
 
 def test_delete_move_and_listings(open_adapter: Callable[..., PostgresIndexAdapter]) -> None:

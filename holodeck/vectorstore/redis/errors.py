@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import redis
 from redisvl.exceptions import RedisVLError
@@ -25,7 +26,14 @@ from holodeck.vectorstore.redis.fields import text_of
 
 def connect(url: str, shown: str, connect_timeout: float) -> redis.Redis:
     """A client for ``url`` (not connected yet); an invalid URL is a ``ConfigError`` naming
-    ``shown``, the URL without its password."""
+    ``shown``, the URL without its password. A path that is no database number (``/abc``)
+    is refused too: redis-py would quietly use database 0."""
+    path = urlsplit(url).path
+    if path not in ("", "/") and not path[1:].isdigit():
+        raise ConfigError(
+            f"invalid Redis URL {shown}: {path!r} is not a database number; end the "
+            f"connection string with /0 (the default, also when left out), /1, ..."
+        )
     try:
         return redis.Redis.from_url(
             url,
