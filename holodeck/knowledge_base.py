@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from holodeck import tracing
 from holodeck.config.agent_file import find_agent_file
 from holodeck.config.file_types import DEFAULT_FILE_TYPES
 from holodeck.config.files import file_label
@@ -33,6 +34,7 @@ from holodeck.config.loader import Project, ResolvedTool, load_project
 from holodeck.config.yaml_lines import line_of
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import effective_chunk_size
+from holodeck.embeddings.spans import traced_embed
 from holodeck.envvars import LOCK_TIMEOUT
 from holodeck.errors import ConfigError, DamagedIndex, IndexFull, IndexNotWritable, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
@@ -374,12 +376,51 @@ class KnowledgeBase:
     ) -> tuple[list[SearchResult], int]:
         """Ranked passages for ``query`` and how many chunks were found before ``min_score``."""
         query = clean_query(query)
-        self.check_readable()
         cfg = self.resolved.config
         k = top_k or cfg.top_k
+        searched = mode or cfg.search_mode
+        attributes = self._span_attributes(k, searched)
+        with tracing.span(f"execute_tool {self.name}", attributes, reuse=True) as span:
+            span.content("holodeck.search.query", query)
+            results, total = self._find(query, k, min_score, filters, searched)
+            span.set_all(
+                {
+                    "holodeck.store": self.backend,
+                    "holodeck.search.results": len(results),
+                    "holodeck.search.found": total,
+                    "holodeck.search.top_score": results[0].score if results else None,
+                    "holodeck.search.filters": _filter_names(filters),
+                }
+            )
+            if results:
+                span.content("holodeck.search.sources", [r.source_path for r in results])
+                span.content("holodeck.search.passages", [r.content for r in results])
+            return results, total
+
+    def _span_attributes(self, k: int, mode: str) -> dict[str, Any]:
+        """The search span's own attributes: the tool, its store, the mode and top_k."""
+        return {
+            tracing.OPERATION: "execute_tool",
+            tracing.TOOL_NAME: self.name,
+            tracing.TOOL_TYPE: "datastore",
+            "holodeck.search.mode": mode,
+            "holodeck.search.top_k": k,
+            "holodeck.embeddings.model": self.embedder.model_id,
+        }
+
+    def _find(
+        self,
+        query: str,
+        k: int,
+        min_score: float | None,
+        filters: ChunkFilters | None,
+        mode: SearchMode,
+    ) -> tuple[list[SearchResult], int]:
+        self.check_readable()
+        cfg = self.resolved.config
         threshold = cfg.min_similarity_score if min_score is None else min_score
         try:
-            vector = self.embedder.embed([query])[0]
+            vector = traced_embed(self.embedder)([query])[0]
         except Exception as exc:  # the contract turns every embedding failure into this
             raise RuntimeError(f"Failed to generate query embedding: {exc}") from exc
         scope = filters or ChunkFilters()
@@ -396,7 +437,7 @@ class KnowledgeBase:
             vector,
             k,
             scope,
-            mode or cfg.search_mode,
+            mode,
             threshold,
         )
         # Chunks are made within this bound; a passage of several chunks, or one stored before
@@ -431,6 +472,14 @@ class KnowledgeBase:
         """Release the index (connections, file handles)."""
         if self._store is not None:
             self._store.adapter.close()
+
+
+def _filter_names(filters: ChunkFilters | None) -> list[str] | None:
+    """Which filters a search had (books, tags, language), not their values."""
+    if filters is None:
+        return None
+    named = [("books", filters.book_ids), ("tags", filters.tags), ("language", filters.language)]
+    return [name for name, value in named if value] or None
 
 
 def clean_query(query: str) -> str:

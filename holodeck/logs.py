@@ -61,8 +61,9 @@ def setup_logging(level: int) -> None:
     _libraries_say(level)
 
 
-#: Libraries whose warnings a user should see (the MCP SDK: a server that misbehaves).
-_LIBRARIES = ("mcp",)
+#: Libraries whose warnings a user should see (the MCP SDK: a server that misbehaves;
+#: OpenTelemetry's exporters: a collector that cannot be reached).
+_LIBRARIES = ("mcp", "opentelemetry")
 
 
 def _libraries_say(level: int) -> None:

@@ -114,8 +114,10 @@ def _forget_what_the_last_command_remembered() -> None:
         for name in names:
             getattr(module, name).clear()
     import holodeck.redact
+    import holodeck.tracing
 
     holodeck.redact._pattern = None  # built from _secrets
+    holodeck.tracing.reset()  # a new process traces only if it is asked to
 
 
 @contextlib.contextmanager

@@ -48,6 +48,16 @@ def isolated_from_the_user(
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def tracing_off() -> Iterator[None]:
+    """Each test starts with tracing off and leaves it off (``--trace`` or an
+    ``observability:`` block read in process would otherwise trace the tests after it)."""
+    from holodeck import tracing
+
+    yield
+    tracing.reset()
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """URL of a Redis with the Query Engine: ``$REDIS_URL``, or a server started for the session."""

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported when a model is asked: a retrieval-only run never loads it
     import openai
 
+from holodeck import tracing
+from holodeck.agent import spans
 from holodeck.agent.anthropic import AnthropicChat
 from holodeck.agent.structured import (
     ANSWER_INSTRUCTION,
@@ -177,6 +179,18 @@ class Agent:
         Raises ``LLMError`` when the model cannot be reached or refuses; the turn is then
         forgotten, as it is when the task is cancelled, so the history stays valid.
         """
+        attributes = spans.turn_attributes(self.project.agent.name, self.model)
+        with tracing.span(f"invoke_agent {self.project.agent.name}", attributes) as span:
+            span.content("holodeck.agent.input", message)
+            turn = await self._turn(message, on_text, on_tool)
+            span.set("holodeck.agent.rounds", turn.rounds)
+            span.set("holodeck.agent.tool_calls", len(turn.tool_calls))
+            span.content("holodeck.agent.answer", turn.answer)
+            return turn
+
+    async def _turn(
+        self, message: str, on_text: TextCallback | None, on_tool: ToolCallback | None
+    ) -> TurnResult:
         started = time.perf_counter()
         if self.client is None:
             calls = await self._retrieve(message, on_tool)
@@ -276,19 +290,31 @@ class Agent:
         self, allow_tools: bool, on_text: TextCallback | None, force_answer: bool = False
     ) -> tuple[str, list[tuple[str, str, str]]]:
         """One model request: its text and its tool calls as ``(id, name, arguments)``."""
-        assert self.client is not None
+        assert self.client is not None and self.model is not None
         request = self._request(allow_tools, force_answer)
+        attributes = spans.chat_attributes(self.model, request, on_text is not None)
+        with tracing.span(f"chat {self.model.name}", attributes, kind="client") as span:
+            span.content(tracing.INPUT_MESSAGES, request["messages"])
+            return await self._completed(request, on_text, span)
+
+    async def _completed(
+        self, request: dict[str, Any], on_text: TextCallback | None, span: tracing.Span
+    ) -> tuple[str, list[tuple[str, str, str]]]:
+        assert self.client is not None
         if isinstance(self.client, AnthropicChat):
             text, requested, finish = await self.client.complete(request, on_text)
+            spans.record_answer(span, text, requested, finish)
             return self._answered(text, requested, finish)
         import openai
 
         try:
             if on_text is None:
                 response = await self.client.chat.completions.create(**request)
+                spans.record_response(span, response)
                 text, requested, finish = self._read_completion(response)
             else:
                 text, requested, finish = await self._stream(request, on_text)
+            spans.record_answer(span, text, requested, finish)
         except openai.OpenAIError as exc:
             assert self.model is not None and self.connection is not None
             raise LLMError(describe_error(exc, self.connection, self.model.name)) from exc
@@ -394,6 +420,23 @@ class Agent:
         self, call_id: str, name: str, raw_arguments: str, on_tool: ToolCallback | None
     ) -> ToolCallRecord:
         """Run one tool call; any problem becomes the tool's result for the model to read."""
+        attributes = {
+            tracing.OPERATION: "execute_tool",
+            tracing.TOOL_NAME: name,
+            tracing.TOOL_CALL_ID: call_id or None,
+            tracing.TOOL_TYPE: "function" if name in self.functions else "datastore",
+        }
+        with tracing.span(f"execute_tool {name}", attributes) as span:
+            span.content("holodeck.tool.arguments", raw_arguments)
+            record = await self._tool_call(call_id, name, raw_arguments, on_tool)
+            if record.error is not None:
+                span.fail(record.error)
+            span.content("holodeck.tool.result", record.output)
+            return record
+
+    async def _tool_call(
+        self, call_id: str, name: str, raw_arguments: str, on_tool: ToolCallback | None
+    ) -> ToolCallRecord:
         started = time.perf_counter()
         arguments: dict[str, Any] = {}
         query: str | None = None

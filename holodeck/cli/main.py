@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from holodeck import __version__
+from holodeck import __version__, tracing
 from holodeck.cli.original_cli import command_error, flag_error
 from holodeck.errors import ConfigError, HoloDeckError
 from holodeck.logs import setup_logging
@@ -125,6 +125,22 @@ def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> N
     setup_logging(level)
 
 
+def _trace_to(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``--trace FILE``: every span of this run written to FILE, one JSON object a line."""
+    if value is None:
+        return
+    try:
+        tracing.write_to(value)
+    except HoloDeckError as exc:  # a path it cannot write, the extra not installed
+        raise _OneLine(str(exc)) from None
+
+
+class _OneLine(click.ClickException):
+    """A bad global flag: its one line (``Error: ...``), exit code 2, no usage text."""
+
+    exit_code = 2
+
+
 def _verbosity_options() -> list[click.Option]:
     return [
         click.Option(
@@ -140,6 +156,13 @@ def _verbosity_options() -> list[click.Option]:
             expose_value=False,
             callback=_set_verbosity,
             help="Only show errors and results.",
+        ),
+        click.Option(
+            ["--trace"],
+            metavar="FILE",
+            expose_value=False,
+            callback=_trace_to,
+            help="Write the run's OpenTelemetry spans to FILE, one JSON object a line.",
         ),
     ]
 
@@ -207,5 +230,6 @@ def main() -> None:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
                 stream.flush()
+        tracing.shutdown()
         logging.shutdown()
         os._exit(code)

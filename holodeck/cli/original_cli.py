@@ -26,16 +26,14 @@ COMMANDS: dict[str, str] = {
 }
 
 _TRACING = (
-    f"{_FLAG} OpenTelemetry tracing; holodeck exports no traces: -v shows every step in its logs"
+    f"{_FLAG} OpenTelemetry tracing; here: agent.yaml's observability: block (enabled: true), "
+    "or --trace FILE for one run's spans"
 )
 _INIT = "holodeck init writes a starter agent.yaml:"
 _NO_LIMIT = "a warning past that many messages; holodeck sets no limit: /clear starts over"
 
 #: Flags of the original, by the command that had them ("" for any command).
 FLAGS: dict[tuple[str, str], str] = {
-    ("", "--trace"): "a flag neither holodeck nor the original HoloDeck has (the original "
-    "traces with chat --observability: OpenTelemetry); holodeck exports no traces: -v shows "
-    "every step in its logs",
     ("", "--observability"): _TRACING,
     ("chat", "-o"): _TRACING,
     ("chat", "--max-messages"): f"{_FLAG} {_NO_LIMIT}",

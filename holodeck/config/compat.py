@@ -27,7 +27,6 @@ _EVERY_TOOL = "every tool under tools: is offered to the model on every request"
 IGNORED_SECTIONS = {
     "deployment": "holodeck builds and deploys no containers (holodeck serve gives the "
     "knowledge bases to MCP clients)",
-    "observability": "holodeck exports no OpenTelemetry data (-v logs every step)",
     "execution": "holodeck test takes --parallel N on the command line and has its own timeouts",
     "tool_filtering": _EVERY_TOOL,
     "claude": "settings of the Claude Agent SDK, which holodeck does not run (provider "
@@ -95,6 +94,19 @@ IGNORED_POSTGRES_KEYS = {
     "sslmode": f"{_IN_THE_URL} (?sslmode=require)",
     "db_schema": "holodeck's tables live in the connection's search_path: add "
     "?options=-csearch_path%3DSCHEMA to connection_string",
+}
+
+
+#: Keys of the original's ``observability:`` block that holodeck does not honour, and why.
+_TRACES_ONLY = "holodeck exports traces only (-v logs every step)"
+IGNORED_OBSERVABILITY_KEYS = {
+    "metrics": _TRACES_ONLY,
+    "logs": _TRACES_ONLY,
+    "disable_provider_tracing": "holodeck runs no provider SDK with a trace upload of its own",
+}
+IGNORED_EXPORTERS = {
+    "prometheus": "Prometheus serves metrics, and holodeck exports traces only",
+    "azure_monitor": "no Azure Monitor exporter; send OTLP to a collector that forwards there",
 }
 
 
@@ -197,6 +209,9 @@ def _top_level(data: dict[str, Any], run: _Pass) -> None:
     for key, why in IGNORED_SECTIONS.items():
         if key in data:
             run.ignore(data, key, (), why)
+    observability = data.get("observability")
+    if isinstance(observability, dict):
+        _observability(observability, run)
     evaluations = data.get("evaluations")
     if isinstance(evaluations, dict) and isinstance(evaluations.get("metrics"), list):
         adapt_metrics(evaluations["metrics"], ("evaluations", "metrics"), run)
@@ -209,6 +224,30 @@ def _top_level(data: dict[str, Any], run: _Pass) -> None:
         )
         if not evaluations:
             del data["evaluations"]
+
+
+def _observability(block: dict[str, Any], run: _Pass) -> None:
+    """The original's metrics, logs and exporters other than console and OTLP/HTTP."""
+    loc: Loc = ("observability",)
+    for key, why in IGNORED_OBSERVABILITY_KEYS.items():
+        if key in block:
+            run.ignore(block, key, loc, why)
+    exporters = block.get("exporters")
+    if not isinstance(exporters, dict):
+        return
+    eloc: Loc = (*loc, "exporters")
+    for key, why in IGNORED_EXPORTERS.items():
+        if key in exporters:
+            run.ignore(exporters, key, eloc, why)
+    otlp = exporters.get("otlp")
+    if isinstance(otlp, dict) and otlp.get("protocol") == "grpc":
+        run.ignore(
+            exporters,
+            "otlp",
+            eloc,
+            "protocol grpc is not supported (its exporter needs grpcio); set protocol: http "
+            "and the collector's OTLP/HTTP endpoint, http://HOST:4318",
+        )
 
 
 def _claude(claude: dict[str, Any], data: dict[str, Any], run: _Pass) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from holodeck import tracing
 from holodeck.config.api_keys import refuse_literal_api_key
 from holodeck.config.compat import adapt_agent, adapt_global
 from holodeck.config.config_file import _read_yaml, _substitute_and_validate
@@ -154,6 +155,10 @@ def load_project(agent_path: str | Path, calls_model: bool = False) -> Project:
         _resolve_tool(t, root, agent, project_db, user_db)
         for t in agent.tools_of(VectorStoreToolConfig)
     ]
+    if agent.observability is not None:
+        settings = agent.observability.settings(agent.name)
+        if settings is not None:
+            tracing.configure(settings)
     return Project(path, root, agent, tools, warnings, node, response_schema)
 
 

@@ -16,6 +16,7 @@ from holodeck.config.base import MaybeFloat, ShortForm, StrictModel, require_uni
 from holodeck.config.cases import TestCase, unique_case_names
 from holodeck.config.evaluations import EvaluationConfig
 from holodeck.config.llm import ModelConfig
+from holodeck.config.observability import ObservabilityConfig
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.vectorstore_tool import DatabaseConfig, VectorStoreToolConfig
 
@@ -93,6 +94,9 @@ class AgentConfig(StrictModel):
     )
     evaluations: EvaluationConfig | None = Field(
         default=None, description="Metrics that judge every test case's answer, and the judge."
+    )
+    observability: ObservabilityConfig | None = Field(
+        default=None, description="OpenTelemetry traces of every command (off by default)."
     )
 
     @field_validator("tools")

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from holodeck import tracing
 from holodeck.agent.loop import ToolCallRecord
 from holodeck.config.cases import TestCase, Turn
 from holodeck.config.envsubst import environment_for
@@ -216,6 +217,34 @@ class Evaluator:
         )
 
     async def _one(
+        self,
+        metric: AnyMetric,
+        case: Turn,
+        answer: str | None,
+        passages: list[str],
+        name: str,
+        context: code_grader.GraderContext,
+    ) -> MetricResult:
+        """One metric of one case, in a ``holodeck.evaluation`` span."""
+        attributes = {
+            "holodeck.evaluation.name": metric.label,
+            "holodeck.evaluation.type": metric.type,
+        }
+        with tracing.span(f"holodeck.evaluation {metric.label}", attributes) as span:
+            result = await self._measure(metric, case, answer, passages, name, context)
+            span.set_all(
+                {
+                    "holodeck.evaluation.status": result.status,
+                    "holodeck.evaluation.score": result.score,
+                    "holodeck.evaluation.threshold": result.threshold,
+                    "holodeck.evaluation.passed": result.status == "passed",
+                    "holodeck.evaluation.judge": result.judge,
+                }
+            )
+            span.evaluation_content("holodeck.evaluation.reason", result.reason)
+            return result
+
+    async def _measure(
         self,
         metric: AnyMetric,
         case: Turn,

@@ -30,7 +30,9 @@ if TYPE_CHECKING:  # imported when a judge is asked: runs without evaluations ne
     import openai
     from openai.types.chat import ChatCompletion
 
+from holodeck import tracing
 from holodeck.agent.anthropic import AnthropicChat, messages_request, read_message
+from holodeck.agent.spans import provider_name
 from holodeck.agent.structured import without_fence
 from holodeck.config.llm import ModelConfig
 from holodeck.evaluations.cache import JudgeCache, cache_key
@@ -128,6 +130,24 @@ class Judge:
     ) -> Verdict:
         """Ask for a reply fitting ``schema``; ``score_range`` also asks for the
         log-probabilities of its integer ``score`` field."""
+        attributes = {
+            tracing.OPERATION: "chat",
+            tracing.PROVIDER: provider_name(self.model),
+            tracing.REQUEST_MODEL: self.model.name,
+            "holodeck.judge.task": task,
+        }
+        with tracing.span(f"chat {self.model.name}", attributes, kind="client") as span:
+            verdict = await self._ask(task, prompt, schema, score_range)
+            span.set("holodeck.judge.cached", verdict.cached)
+            return verdict
+
+    async def _ask(
+        self,
+        task: str,
+        prompt: str,
+        schema: type[Schema],
+        score_range: tuple[int, int] | None = None,
+    ) -> Verdict:
         messages = [
             {"role": "system", "content": system_prompt(schema)},
             {"role": "user", "content": prompt},

@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from holodeck.embeddings.base import Embedder
+from holodeck.embeddings.spans import traced_embed
 from holodeck.errors import EmbeddingError, ValidationError
 from holodeck.ingest.discover import SourceFile, path_text
 from holodeck.ingest.library import LibraryTarget
+from holodeck.ingest.spans import file_span
 from holodeck.ingest.status import IngestStatus, Progress, TokenEstimate
 from holodeck.ingest.summary import IngestSummary
 from holodeck.vectorstore.records import (
@@ -202,6 +204,14 @@ class WindowedIngest:
             self._finished(f.rel_path)
             return None
         tokens = sum(doc.records[i].token_count for i in doc.missing)
+        file_span(
+            f.rel_path,
+            f.size,
+            status="new" if is_new else "changed",
+            chunks=len(doc.records),
+            chunks_reused=len(doc.records) - len(doc.missing),
+            tokens_to_embed=tokens,
+        )
         self.estimate.chunked(f, tokens)
         self.summary.chunks_reused += len(doc.records) - len(doc.missing)
         return doc
@@ -263,11 +273,12 @@ class WindowedIngest:
                 chunks, tokens = [], 0
         if chunks:
             parts.append((chunks, tokens))
-        embed = self.embedder.embed
-        return [
-            _Call(part, size, calls.submit(embed, [_embedded(doc.records[i]) for doc, i in part]))
-            for part, size in parts
-        ]
+        embed = traced_embed(self.embedder)
+        started = []
+        for part, size in parts:
+            texts = [_embedded(doc.records[i]) for doc, i in part]
+            started.append(_Call(part, size, calls.submit(embed, texts, size)))
+        return started
 
     def _finish_embedding(self, window: list[_Slice], started: list[_Call]) -> None:
         """Wait for the window's calls, placing their vectors; the display moves after each

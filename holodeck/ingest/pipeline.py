@@ -16,6 +16,7 @@ import time
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from holodeck import tracing
 from holodeck.embeddings.base import Embedder
 from holodeck.embeddings.catalog import setting_for
 from holodeck.envvars import LOCK_TIMEOUT
@@ -25,6 +26,7 @@ from holodeck.ingest.discover import SourceFile, discover
 from holodeck.ingest.embed_windows import WindowedIngest, _display_path
 from holodeck.ingest.library import LibraryTarget, unchanged
 from holodeck.ingest.skips import SkipReport
+from holodeck.ingest.spans import file_span, traced_counts
 from holodeck.ingest.status import Progress, expected_tokens
 from holodeck.ingest.summary import IngestSummary
 from holodeck.ownership import claim_for_ingest, library_owner, record_owner
@@ -56,6 +58,26 @@ def ingest_library(
     With ``wait=False`` (readers: search, chat, test) another running ingest of the library
     raises ``IngestRunning`` at once instead of being waited for.
     """
+    attributes = {
+        "holodeck.tool.name": target.library_id,
+        "holodeck.store": store.adapter.backend,
+        "holodeck.ingest.force": force,
+        "holodeck.embeddings.model": embedder.model_id,
+    }
+    with tracing.span(f"holodeck.ingest {target.library_id}", attributes) as span:
+        summary = _ingest_library(store, embedder, target, force, progress, wait)
+        span.set_all({f"holodeck.ingest.{k}": v for k, v in traced_counts(summary).items()})
+        return summary
+
+
+def _ingest_library(
+    store: VectorStore,
+    embedder: Embedder,
+    target: LibraryTarget,
+    force: bool,
+    progress: Progress | None,
+    wait: bool,
+) -> IngestSummary:
     started = time.perf_counter()
     progress = progress or Progress()
     summary = IngestSummary(tool=target.library_id, backend=store.adapter.backend)
@@ -69,6 +91,7 @@ def ingest_library(
     )
     for s in found.skipped:
         skips.skip(s.rel_path, s.reason)
+        file_span(s.rel_path, None, skip_reason=s.reason)
     summary.skipped = len(found.skipped)
     if not found.files:
         skips.finish()
@@ -334,6 +357,7 @@ class _Run:
     ) -> None:
         """A file that cannot be ingested: warn, count it, and go on with the others; one
         past a limit (``over_limit``: its mtime, size and hash) is remembered as such."""
+        file_span(rel_path, None if over_limit is None else over_limit[1], skip_reason=reason)
         if over_limit is not None:
             self.skips.remember_over_limit(rel_path, reason, *over_limit)
         self.skips.skip(rel_path, reason)

@@ -8,10 +8,12 @@ candidates too, and those are fused again (``expansion``). The same for every ba
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from holodeck import tracing
 from holodeck.retrieval.expansion import (
     SOURCE_CHUNKS,
     expansion_words,
@@ -91,17 +93,20 @@ def _ranked(
 ) -> tuple[list[Scored], bool]:
     """The fused candidates of both sides at ``depth``, and whether a side had more."""
 
-    def semantic_side() -> tuple[np.ndarray, list[ChunkHit]]:
+    def semantic_side() -> tuple[np.ndarray, list[ChunkHit], float]:
+        started = time.perf_counter()
         query_vector = np.asarray(vector, dtype=np.float32)
         if mode == "keyword":
-            return query_vector, []
-        return query_vector, store.search(tenant_id, query_vector, depth, filters)
+            return query_vector, [], 0.0
+        hits = store.search(tenant_id, query_vector, depth, filters)
+        return query_vector, hits, time.perf_counter() - started
 
     # both sides at once: numpy and SQLite (or Redis) release the GIL
     dense = _BOTH_SIDES.submit(semantic_side)
     keyword: list[ChunkHit] = []
     exact: list[ChunkHit] = []
     scale = 0.0
+    started = time.perf_counter()
     if mode != "semantic":
         keyword = store.keyword_search(tenant_id, query, depth, filters)
         scale = store.keyword_scale(query) if mode == "hybrid" and keyword else 0.0
@@ -111,7 +116,19 @@ def _ranked(
                 exact += holders
         if mode == "hybrid" and PAIRS:  # while the semantic side still runs
             keyword = paired(query, keyword, store.keyword_idfs)
-    query_vector, semantic = dense.result()
+    keyword_seconds = time.perf_counter() - started
+    query_vector, semantic, semantic_seconds = dense.result()
+    tracing.annotate(
+        {
+            "holodeck.search.depth": depth,
+            "holodeck.search.keyword.candidates": len(keyword),
+            "holodeck.search.keyword.exact": len(exact),
+            "holodeck.search.keyword.ms": round(keyword_seconds * 1000, 3),
+            "holodeck.search.semantic.candidates": len(semantic),
+            "holodeck.search.semantic.ms": round(semantic_seconds * 1000, 3),
+            "holodeck.search.fusion": "hybrid" if mode == "hybrid" else mode + " only",
+        }
+    )
     ranked = fuse(semantic, keyword, query_vector, mode, depth, exact, scale)
     if mode == "hybrid" and EXPAND and ranked and not is_question(query):
         best = [s.record for s in ranked[:SOURCE_CHUNKS]]

@@ -22,6 +22,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -32,6 +33,7 @@ from holodeck.errors import HoloDeckError, LLMError
 from holodeck.redact import redact
 from holodeck.serve.api_models import ChatRequest, new_ulid, problem, result_json, tool_call_json
 from holodeck.serve.sessions import Session
+from holodeck.serve.spans import TracedRequests
 from holodeck.serve.turns import (
     NOT_READY_RETRY_SECONDS,
     ServerState,
@@ -124,6 +126,7 @@ def build_app(state: ServerState, extra: list[BaseRoute] | None = None) -> Starl
             *(extra or []),
         ],
         exception_handlers={404: _not_found, 405: _not_allowed},
+        middleware=[Middleware(TracedRequests)],
     )
 
 

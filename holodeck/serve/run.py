@@ -40,6 +40,7 @@ from holodeck.envvars import LOCK_TIMEOUT, REDIS_LOCK_TTL, SERVE_TOKEN
 from holodeck.errors import ConfigError
 from holodeck.knowledge_base import KnowledgeBase
 from holodeck.serve.auth import BearerAuth, exposure, is_loopback
+from holodeck.serve.spans import TracedRequests
 from holodeck.tools.initialize import ProgressFactory
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 from holodeck.tools.watch import ErrorHandler, watch_tools
@@ -223,7 +224,8 @@ async def _serve_stdio(server: Server) -> None:
 async def _serve_http(server: Server, sock: socket.socket, token: str | None) -> None:
     """Serve HTTP on ``sock``; with a token, every request needs it (``BearerAuth``)."""
     # the SDK turns its Host/Origin checks on when this is 127.0.0.1 or ::1
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=sock.getsockname()[0])
+    mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=sock.getsockname()[0])
+    app = TracedRequests(mcp_app)
     config = uvicorn.Config(
         BearerAuth(app, token) if token else app,
         log_config=None,  # uvicorn's own config logs to stdout; its warnings reach stderr

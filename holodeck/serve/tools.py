@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -26,6 +27,7 @@ from holodeck.errors import HoloDeckError
 from holodeck.knowledge_base import clean_query
 from holodeck.redact import redact_url
 from holodeck.results import search_json, tool_results_json
+from holodeck.serve.spans import mcp_call_span
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
 log = logging.getLogger("holodeck.serve")
@@ -56,7 +58,8 @@ def build_server(
             known = ", ".join(by_name) or "none"
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name} (tools: {known})")
         query = (params.arguments or {}).get("query")
-        return await anyio.to_thread.run_sync(call_search, tool, query, broken.get(tool.name))
+        with mcp_call_span(params.name, _meta(params)):
+            return await anyio.to_thread.run_sync(call_search, tool, query, broken.get(tool.name))
 
     def input_schema(tool_name: str) -> dict[str, object] | None:
         tool = by_name.get(tool_name)
@@ -71,6 +74,14 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _meta(params: types.CallToolRequestParams) -> dict[str, Any] | None:
+    """The request's ``_meta`` (where a client puts its ``traceparent``), as a plain dict."""
+    meta = getattr(params, "meta", None)
+    if meta is None:
+        return None
+    return meta if isinstance(meta, dict) else meta.model_dump(by_alias=True)
 
 
 def mcp_tool(tool: VectorStoreTool) -> types.Tool:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from holodeck import tracing
 from holodeck.agent.loop import Agent, ToolCallRecord
 from holodeck.agent.structured import violation
 from holodeck.config.cases import TestCase, Turn
@@ -42,6 +43,7 @@ from holodeck.testing.checks import (
 )
 from holodeck.testing.files import message_with_files
 from holodeck.testing.outcomes import CaseResult, Mode, SuiteResult, TurnOutcome
+from holodeck.testing.spans import case_attributes
 from holodeck.tools.initialize import Offered
 from holodeck.tools.vectorstore_tool import VectorStoreTool
 
@@ -130,7 +132,9 @@ class TestRunner:
             async with gate:
                 if self.on_start:
                     self.on_start(index, case)
-                result = await self.run_case(index, case)
+                with tracing.span(f"holodeck.test_case {case.name or index}") as span:
+                    result = await self.run_case(index, case)
+                    span.set_all(case_attributes(result))
                 self.done.append(result)
                 if self.on_done:
                     self.on_done(result)
@@ -139,7 +143,9 @@ class TestRunner:
         self.check_expected_tools(cases)
         try:
             await asyncio.to_thread(self._warm_up)
-            results = await asyncio.gather(*(one(i, case) for i, case in enumerate(cases, start=1)))
+            with tracing.span(f"holodeck.test {self.project.agent.name}") as span:
+                results = await asyncio.gather(*(one(i, c) for i, c in enumerate(cases, start=1)))
+                span.set("holodeck.test.cases", len(results))
         finally:
             if self._agent is not None:
                 await self._agent.close()

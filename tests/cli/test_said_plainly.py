@@ -112,9 +112,9 @@ def test_each_flag_of_the_original_says_what_to_use(project: Path, command: str,
 
 
 def test_a_flag_of_the_original_given_to_any_command(project: Path) -> None:
-    for args in (("--trace", "ingest"), ("test", "--trace"), ("chat", "--observability")):
+    for args in (("--observability", "ingest"), ("test", "--observability"), ("chat", "-o")):
         line = error_line(run_holodeck(*args, cwd=project))
-        assert "holodeck exports no traces: -v shows every step in its logs" in line
+        assert "here: agent.yaml's observability: block (enabled: true)" in line
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -48,6 +48,8 @@ NEVER = (
     "asyncio",
     "rich",
     "faiss",  # a small library is searched exactly
+    "opentelemetry",  # tracing off: the SDK is imported only for --trace or observability:
+    "holodeck.tracing.sdk",
 )
 
 

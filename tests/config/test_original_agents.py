@@ -347,7 +347,6 @@ WARNED = {
         "tools[0].meta_prefix",
         "tools[0].meta_fields",
         "execution",
-        "observability",
     },
     "chat": {"tools[0].database"},
     "optimizer": {"evaluations.optimizer"},
