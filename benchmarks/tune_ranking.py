@@ -135,6 +135,7 @@ def labelled_set(name: str) -> tuple[VectorStoreTool, list[tuple[str, str, Score
             out = metrics(ranked, g)
             files = [r.source_path for r in results[:5]]
             out["one file@5"] = float(len(files) == 5 and len(set(files)) == 1)
+            out["hit@10"] = float(out["MRR@10"] > 0)  # an answer anywhere in the top 10
             return out
 
         rows.append((split_of(name, qid, splits.get(qid)), queries[qid], scorer))
@@ -214,9 +215,11 @@ def main() -> None:
     parser.add_argument("--modes", nargs="*", default=["keyword", "semantic"])
     parser.add_argument("--metric", default="nDCG@10")
     parser.add_argument("--json", type=Path, help="write every number here")
+    parser.add_argument("--per-query", type=Path, help="write each query's metric here")
     args = parser.parse_args()
     variants = [parse_variant(v) for v in args.variant] or [("hybrid", {})]
     table: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    each: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     for set_name in args.set:
         tool, rows = realdocs_set() if set_name == "realdocs" else labelled_set(set_name)
         runs: list[tuple[str, str, dict[str, str]]] = [(m, m, {}) for m in args.modes]
@@ -226,8 +229,10 @@ def main() -> None:
             try:
                 sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
                 counts: dict[str, int] = defaultdict(int)
-                for split, _query, scorer in rows:
-                    for key, value in scorer(mode).items():
+                for split, query, scorer in rows:
+                    scores = scorer(mode)
+                    each[set_name][f"{split}\t{query}"][label] = scores[args.metric]
+                    for key, value in scores.items():
                         sums[split][key] += value
                         sums["all"][key] += value
                     counts[split] += 1
@@ -259,6 +264,8 @@ def main() -> None:
             + " | ".join(f"{cells[label][args.metric]:.4f}" for label in labels if label in cells)
             + " |"
         )
+    if args.per_query:
+        args.per_query.write_text(json.dumps(each, indent=1, sort_keys=True))
     if args.json:
         args.json.write_text(
             json.dumps({f"{s}/{p}": c for (s, p), c in table.items()}, indent=1, sort_keys=True)
