@@ -296,7 +296,8 @@ def _vectorstore(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
         raise run.refuse(
             (*loc, "source"),
             "remote sources are not fetched",
-            "download the files into a folder next to agent.yaml and give its path",
+            "download the files into a folder next to agent.yaml and give its path, or, "
+            "for a git repository, write source: {git: URL, ref: main, path: docs/}",
         )
     if isinstance(source, str) and source.startswith("file://"):
         tool["source"] = source.removeprefix("file://")
