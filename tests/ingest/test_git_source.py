@@ -233,3 +233,20 @@ def test_links_to_github_and_gitlab_name_the_commit_and_lines() -> None:
         f"https://gitlab.com/acme/ops/runbooks/-/blob/{sha}/r.md#L4"
     )
     assert blob_url("file:///srv/handbook.git", sha, "r.md", "line 4") is None
+
+
+def test_watch_polls_the_remote_and_ingests_a_pushed_commit(tmp_path: Path, remote: Remote) -> None:
+    from test_ingest_watch import Watcher
+
+    root = tmp_path / "proj"
+    write(root / "agent.yaml", agent(remote.bare.as_uri()) + "      poll: 1\n")
+    watcher = Watcher(root)
+    try:
+        watcher.wait_for("kb: 3 new")
+        write(remote.work / "docs" / "delta.md", doc("delta"))
+        sha = remote.commit("delta")
+        watcher.wait_for("kb: 1 new")
+        best = search(root, "delta pump journal")[0]
+        assert (best["repo_path"], best["commit"]) == ("docs/delta.md", sha)
+    finally:
+        watcher.kill()
