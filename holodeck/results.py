@@ -7,7 +7,8 @@ result says the same facts the same way:
   ``[1] Score: 0.83 | Source: docs/x.md`` then the passage. ``VectorStoreTool.search``
   (the library's tool face) and ``holodeck test``'s own searches.
 - ``model``: the same, each result line continued with where the result is,
-  ``| Location: page 3 | Section: Setup › Pumps``, so the LLM can cite it: the tool message
+  ``| Location: page 3 | Section: Setup › Pumps`` (and a git source's ``| Commit:`` or
+  ``| URL:``), so the LLM can cite it: the tool message
   the model reads in ``holodeck chat``, and MCP's text (``holodeck serve``).
 - ``compact``: that result line, then the few lines that best match the question, plain, at
   a fixed width: ``holodeck search`` into a pipe, ``holodeck chat``'s line mode.
