@@ -38,6 +38,7 @@ from holodeck.errors import ConfigError, DamagedIndex, IndexFull, IndexNotWritab
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.git_source import GitRepository, GitState, blob_url
 from holodeck.ingest.library import LibraryTarget, is_current
+from holodeck.ingest.url_source import WebFiles
 from holodeck.ownership import check_readable
 from holodeck.results import SearchResult, View, below_threshold, no_results, render
 from holodeck.retrieval.fusion import SearchMode
@@ -78,6 +79,8 @@ class KnowledgeBase:
         #: The tool's git repository (None for a folder source), fetched once by
         #: ``initialize_sync`` (``fetch_source``; ``ingest --watch`` polls it).
         self.git = GitRepository.of(tool, project.root)
+        #: The tool's web files (``source: {urls: [...]}``), fetched by ``initialize_sync``.
+        self.web = WebFiles.of(tool, project.root)
         self._fetched: GitState | None = None
 
     def fetch_source(self) -> GitState | None:
@@ -249,6 +252,8 @@ class KnowledgeBase:
         """
         if self.git is not None and self._fetched is None:
             self.fetch_source()
+        if self.web is not None:
+            self.web.sync()
         source = self.check_source()
         cfg = self.resolved.config
         requested = cfg.chunk_size
@@ -473,6 +478,9 @@ class KnowledgeBase:
             )
         if self.git is not None:
             self._name_commit(results)
+        if self.web is not None:
+            for r in results:
+                r.url = self.web.url_of(r.doc_id)
         return results, total
 
     def _name_commit(self, results: list[SearchResult]) -> None:

@@ -296,8 +296,9 @@ def _vectorstore(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
         raise run.refuse(
             (*loc, "source"),
             "remote sources are not fetched",
-            "download the files into a folder next to agent.yaml and give its path, or, "
-            "for a git repository, write source: {git: URL, ref: main, path: docs/}",
+            "download the files into a folder next to agent.yaml and give its path, or "
+            "write source: {git: URL, ref: main, path: docs/} for a git repository, "
+            "source: {urls: [URL]} for files on a web server",
         )
     if isinstance(source, str) and source.startswith("file://"):
         tool["source"] = source.removeprefix("file://")

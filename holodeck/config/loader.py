@@ -215,6 +215,8 @@ SOURCES_DIR = Path(".holodeck") / "sources"
 def _source_folder(tool: VectorStoreToolConfig, root: Path) -> Path:
     """The folder (or file) ingest reads: the configured path, or a git source's checkout
     (its ``path:`` inside it)."""
+    if tool.web is not None:
+        return root / SOURCES_DIR / tool.name / "files"
     if tool.git is None:
         assert isinstance(tool.source, str)
         return Path(os.path.normpath(root / tool.source))

@@ -174,15 +174,36 @@ class GitSource(StrictModel):
         return clean
 
 
+class UrlSource(StrictModel):
+    """Files on web servers as a knowledge base's source: each fetched into
+    ``.holodeck/sources/<tool>/files`` before an ingest, again only when it changed (ETag,
+    Last-Modified: ``ingest.url_source``)."""
+
+    urls: list[str] = Field(
+        min_length=1,
+        description="http:// or https:// URLs of single files (no crawling, no sitemaps).",
+    )
+
+    @field_validator("urls")
+    @classmethod
+    def _web(cls, value: list[str]) -> list[str]:
+        """Every URL is http(s) and names a file; its credential is remembered for redaction."""
+        for url in value:
+            remember_connection_string(url)
+            if not url.startswith(("https://", "http://")):
+                raise ValueError(f"{url}: not an http:// or https:// URL")
+        return value
+
+
 class VectorStoreToolConfig(StrictModel):
     """A knowledge base: a folder (or file) of documents the agent can search."""
 
     type: Literal["vectorstore"]
     name: ToolName = Field(description="Tool identifier: letters, digits and underscores.")
     description: str | None = None
-    source: str | GitSource = Field(
+    source: str | GitSource | UrlSource = Field(
         description="File or folder, relative to agent.yaml; or a git repository "
-        "({git: URL, ref: branch, path: folder})."
+        "({git: URL, ref: branch, path: folder}); or files on the web ({urls: [URL, ...]})."
     )
     embedding_model: str | None = Field(
         default=None, description="Defaults to the provider's default (local: all-MiniLM-L6-v2)."
@@ -221,11 +242,12 @@ class VectorStoreToolConfig(StrictModel):
     @field_validator("source", mode="before")
     @classmethod
     def _one_kind(cls, value: Any) -> Any:
-        """A mapping is a git source, validated here so an error names its key (not both
-        kinds a union would try); a path must not be empty."""
+        """A mapping is a git source (with ``urls:``, web files), validated here so an error
+        names its key (not every kind a union would try); a path must not be empty."""
         if isinstance(value, dict):
+            kind: type[StrictModel] = UrlSource if "urls" in value else GitSource
             try:
-                return GitSource.model_validate(value)
+                return kind.model_validate(value)
             except PydanticValidationError as exc:
                 err = exc.errors(include_url=False)[0]
                 key = ".".join(str(p) for p in err["loc"])
@@ -239,6 +261,11 @@ class VectorStoreToolConfig(StrictModel):
     def git(self) -> GitSource | None:
         """The git repository this tool indexes, or None for a folder or file."""
         return self.source if isinstance(self.source, GitSource) else None
+
+    @property
+    def web(self) -> UrlSource | None:
+        """The web files this tool indexes, or None."""
+        return self.source if isinstance(self.source, UrlSource) else None
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> VectorStoreToolConfig:
