@@ -11,6 +11,7 @@ no new dependency. A URL that cannot be fetched keeps its last copy, with one wa
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from holodeck.config.loader import SOURCES_DIR, ResolvedTool
 from holodeck.config.vectorstore_tool import UrlSource
@@ -44,6 +45,21 @@ def local_name(url: str) -> str:
     return "/".join([host, *pieces])
 
 
+def _request(url: str) -> urllib.request.Request:
+    """A GET of ``url``; a user and password in it go as HTTP Basic auth (urllib would take
+    them for part of the host name)."""
+    parts = urlsplit(url)
+    headers = {"User-Agent": "holodeck"}
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        netloc = parts.hostname or ""
+        netloc = f"[{netloc}]" if ":" in netloc else netloc
+        netloc += f":{parts.port}" if parts.port else ""
+        url = urlunsplit(parts._replace(netloc=netloc))
+    return urllib.request.Request(url, headers=headers)
+
+
 class WebFiles:
     """One tool's web files: fetch what changed, keep what did not, drop what is unlisted."""
 
@@ -62,7 +78,7 @@ class WebFiles:
         return cls(spec, tool.name, project_root / SOURCES_DIR / tool.name / "files")
 
     def state(self) -> dict[str, dict[str, Any]]:
-        """Per URL: its file, ETag, Last-Modified and when it was last fetched."""
+        """Per file (``local_name`` of its URL): ETag, Last-Modified, when last fetched."""
         try:
             data = json.loads(self.state_file.read_text(encoding="utf-8"))
             return data if isinstance(data, dict) else {}
@@ -70,8 +86,9 @@ class WebFiles:
             return {}
 
     def url_of(self, doc_id: str) -> str:
-        """The URL a stored document came from (its id is its name below the folder)."""
-        return next((u for u in self.spec.urls if local_name(u) == doc_id), "")
+        """The URL a stored document came from (its id is its name below the folder),
+        credentials redacted."""
+        return redact(next((u for u in self.spec.urls if local_name(u) == doc_id), ""))
 
     def sync(self) -> dict[str, int]:
         """Fetch every URL that changed; counts of ``fetched``, ``not_modified``, ``failed``
@@ -81,8 +98,9 @@ class WebFiles:
         new: dict[str, dict[str, Any]] = {}
         counts = {"fetched": 0, "not_modified": 0, "failed": 0, "removed": 0}
         for url in self.spec.urls:
-            entry = dict(old.get(url, {}))
-            target = self.folder / local_name(url)
+            name = local_name(url)  # the key: a URL may hold a credential, never stored
+            entry = dict(old.get(name, {}))
+            target = self.folder / name
             try:
                 counts[self._get(url, entry, target)] += 1
                 entry["fetched_at"] = time.time()
@@ -99,10 +117,11 @@ class WebFiles:
                     "%s: cannot fetch %s (%s); %s", self.tool, redact(url), redact(str(why)), kept
                 )
             if target.is_file():
-                new[url] = entry
-        for url in old:
-            if url not in new and url not in self.spec.urls:
-                gone = self.folder / local_name(url)
+                new[name] = entry
+        listed = {local_name(u) for u in self.spec.urls}
+        for name in old:
+            if name not in listed:
+                gone = self.folder / name
                 if gone.is_file():
                     gone.unlink()
                     counts["removed"] += 1
@@ -113,7 +132,7 @@ class WebFiles:
 
     def _get(self, url: str, entry: dict[str, Any], target: Path) -> str:
         """One conditional GET; ``fetched`` or ``not_modified``."""
-        request = urllib.request.Request(url, headers={"User-Agent": "holodeck"})
+        request = _request(url)
         if target.is_file():
             if entry.get("etag"):
                 request.add_header("If-None-Match", entry["etag"])

@@ -117,3 +117,21 @@ def test_a_url_that_is_not_http_is_refused(tmp_path: Path) -> None:
     assert "agent.yaml:5: tools[0].source: urls: ftp://example.com/a.md: not an http" in (
         result.stderr
     )
+
+
+def test_a_credential_in_a_url_is_never_printed_or_stored(tmp_path: Path, served: Served) -> None:
+    token = "webT0KEN8812"
+    project = tmp_path / "proj"
+    url = served.url.replace("http://", f"http://reader:{token}@") + "/alpha.md"
+    write(project / "agent.yaml", agent([url, f"http://reader:{token}@127.0.0.1:9/gone.md"]))
+    result = run_holodeck("ingest", "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    found = run_holodeck("search", "--json", "alpha pump", cwd=project)
+    assert json.loads(found.stdout)["tools"][0]["results"][0]["url"].startswith(
+        "http://reader:***@"
+    )
+    for out in (result, found):
+        assert token not in out.stdout + out.stderr
+    for f in (project / ".holodeck").rglob("*"):
+        if f.is_file():
+            assert token.encode() not in f.read_bytes(), f
