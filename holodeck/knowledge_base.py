@@ -38,6 +38,7 @@ from holodeck.errors import ConfigError, DamagedIndex, IndexFull, IndexNotWritab
 from holodeck.ingest.chunker import max_chunk_chars
 from holodeck.ingest.git_source import GitRepository, GitState, blob_url
 from holodeck.ingest.library import LibraryTarget, is_current
+from holodeck.ingest.s3_source import S3Files
 from holodeck.ingest.url_source import WebFiles
 from holodeck.ownership import check_readable
 from holodeck.results import SearchResult, View, below_threshold, no_results, render
@@ -79,8 +80,11 @@ class KnowledgeBase:
         #: The tool's git repository (None for a folder source), fetched once by
         #: ``initialize_sync`` (``fetch_source``; ``ingest --watch`` polls it).
         self.git = GitRepository.of(tool, project.root)
-        #: The tool's web files (``source: {urls: [...]}``), fetched by ``initialize_sync``.
-        self.web = WebFiles.of(tool, project.root)
+        #: The tool's web files or S3 objects (``source: {urls: [...]}``, ``{s3: ...}``),
+        #: fetched by ``initialize_sync``.
+        self.web: WebFiles | S3Files | None = WebFiles.of(tool, project.root) or S3Files.of(
+            tool, project.root
+        )
         self._fetched: GitState | None = None
 
     def fetch_source(self) -> GitState | None:

@@ -156,7 +156,17 @@ def test_every_extra_the_code_names_is_in_pyproject_and_in_all() -> None:
     named = set(re.findall(r'require\(\s*"([\w-]+)"', code)) | {
         e for e, _ in FILE_TYPE_EXTRAS.values()
     }
-    assert named == {"office", "html", "redis", "postgres", "anthropic", "metrics", "view", "ag-ui"}
+    assert named == {
+        "office",
+        "html",
+        "redis",
+        "postgres",
+        "anthropic",
+        "metrics",
+        "view",
+        "ag-ui",
+        "s3",
+    }
     everything = extras["all"][0]
     for extra in named:
         assert extra in extras and extra in everything

@@ -215,7 +215,7 @@ SOURCES_DIR = Path(".holodeck") / "sources"
 def _source_folder(tool: VectorStoreToolConfig, root: Path) -> Path:
     """The folder (or file) ingest reads: the configured path, or a git source's checkout
     (its ``path:`` inside it)."""
-    if tool.web is not None:
+    if tool.web is not None or tool.bucket is not None:
         return root / SOURCES_DIR / tool.name / "files"
     if tool.git is None:
         assert isinstance(tool.source, str)

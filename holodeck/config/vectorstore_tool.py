@@ -195,15 +195,32 @@ class UrlSource(StrictModel):
         return value
 
 
+class S3Source(StrictModel):
+    """Objects under an S3 prefix as a knowledge base's source: each fetched into
+    ``.holodeck/sources/<tool>/files`` before an ingest, again only when its ETag changed
+    (``ingest.s3_source``). Credentials, region and endpoint come from the standard AWS
+    chain (environment, ``~/.aws``, an instance role)."""
+
+    s3: str = Field(description="s3://bucket or s3://bucket/prefix/")
+
+    @field_validator("s3")
+    @classmethod
+    def _bucket(cls, value: str) -> str:
+        if not value.startswith("s3://") or not value[5:].split("/", 1)[0]:
+            raise ValueError("must be s3://bucket or s3://bucket/prefix/")
+        return value
+
+
 class VectorStoreToolConfig(StrictModel):
     """A knowledge base: a folder (or file) of documents the agent can search."""
 
     type: Literal["vectorstore"]
     name: ToolName = Field(description="Tool identifier: letters, digits and underscores.")
     description: str | None = None
-    source: str | GitSource | UrlSource = Field(
+    source: str | GitSource | UrlSource | S3Source = Field(
         description="File or folder, relative to agent.yaml; or a git repository "
-        "({git: URL, ref: branch, path: folder}); or files on the web ({urls: [URL, ...]})."
+        "({git: URL, ref: branch, path: folder}); or files on the web ({urls: [URL, ...]}); "
+        "or objects in S3 ({s3: s3://bucket/prefix/})."
     )
     embedding_model: str | None = Field(
         default=None, description="Defaults to the provider's default (local: all-MiniLM-L6-v2)."
@@ -245,7 +262,9 @@ class VectorStoreToolConfig(StrictModel):
         """A mapping is a git source (with ``urls:``, web files), validated here so an error
         names its key (not every kind a union would try); a path must not be empty."""
         if isinstance(value, dict):
-            kind: type[StrictModel] = UrlSource if "urls" in value else GitSource
+            kind: type[StrictModel] = (
+                UrlSource if "urls" in value else S3Source if "s3" in value else GitSource
+            )
             try:
                 return kind.model_validate(value)
             except PydanticValidationError as exc:
@@ -266,6 +285,11 @@ class VectorStoreToolConfig(StrictModel):
     def web(self) -> UrlSource | None:
         """The web files this tool indexes, or None."""
         return self.source if isinstance(self.source, UrlSource) else None
+
+    @property
+    def bucket(self) -> S3Source | None:
+        """The S3 prefix this tool indexes, or None."""
+        return self.source if isinstance(self.source, S3Source) else None
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> VectorStoreToolConfig:
