@@ -38,7 +38,10 @@ from holodeck.embeddings.spans import traced_embed
 from holodeck.envvars import LOCK_TIMEOUT
 from holodeck.errors import ConfigError, DamagedIndex, IndexFull, IndexNotWritable, IngestRunning
 from holodeck.ingest.chunker import max_chunk_chars
+from holodeck.ingest.git_source import GitRepository, GitState, blob_url
 from holodeck.ingest.library import LibraryTarget, is_current
+from holodeck.ingest.s3_source import S3Files
+from holodeck.ingest.url_source import WebFiles
 from holodeck.ownership import check_readable
 from holodeck.results import SearchResult, View, below_threshold, no_results, render
 from holodeck.retrieval.fusion import SearchMode
@@ -76,6 +79,27 @@ class KnowledgeBase:
         self.summary: IngestSummary | None = None
         self.fallback_reason: str | None = None
         self._project_id: str | None = None
+        #: The tool's git repository (None for a folder source), fetched once by
+        #: ``initialize_sync`` (``fetch_source``; ``ingest --watch`` polls it).
+        self.git = GitRepository.of(tool, project.root)
+        #: The tool's web files or S3 objects (``source: {urls: [...]}``, ``{s3: ...}``),
+        #: fetched by ``initialize_sync``.
+        self.web: WebFiles | S3Files | None = WebFiles.of(tool, project.root) or S3Files.of(
+            tool, project.root
+        )
+        self._fetched: GitState | None = None
+
+    def fetch_source(self) -> GitState | None:
+        """Bring a git source's checkout to the configured ref's newest commit (or warn and
+        keep the last one when the remote is unreachable); None for a folder source."""
+        if self.git is None:
+            return None
+        self._fetched = self.git.sync()
+        return self._fetched
+
+    def git_state(self) -> dict[str, Any] | None:
+        """A git source's remote (redacted), ref, path, checked-out and indexed commits."""
+        return self.git.describe() if self.git is not None else None
 
     @classmethod
     def open(cls, agent: str | os.PathLike[str] = "agent.yaml", name: str | None = None) -> Self:
@@ -125,7 +149,10 @@ class KnowledgeBase:
         stats = self.store.adapter.stats(self.project.tenant_id, self.name)
         if stats["backend"] == "local":
             stats["index"] = self.project.display(Path(stats["index"]))
-        return {"tool": self.name, "library": self.name, **stats, "fallback": self.fallback_reason}
+        info = {"tool": self.name, "library": self.name, **stats, "fallback": self.fallback_reason}
+        if self.git is not None:
+            info["git"] = self.git_state()
+        return info
 
     @property
     def name(self) -> str:
@@ -207,6 +234,12 @@ class KnowledgeBase:
     def check_source(self) -> Path:
         """The source path; FileNotFoundError (the contract's) naming the field when missing."""
         source = self.resolved.source
+        if not source.exists() and self.git is not None and self._fetched is not None:
+            raise FileNotFoundError(
+                f"{self.project.display(self.project.agent_path)}: tools[{self.name}].source.path: "
+                f"{self.git.spec.path} is not a folder of {self.git.shown} at "
+                f"{self._fetched.ref} (commit {self._fetched.commit[:12]})"
+            )
         if not source.exists():
             raise FileNotFoundError(
                 f"{self.project.display(self.project.agent_path)}: tools[{self.name}].source: "
@@ -223,6 +256,10 @@ class KnowledgeBase:
         library, say so in one line and answer from what it has committed so far. Otherwise
         (ingest, test) say so and wait for it, at most ``HOLODECK_LOCK_TIMEOUT``.
         """
+        if self.git is not None and self._fetched is None:
+            self.fetch_source()
+        if self.web is not None:
+            self.web.sync()
         source = self.check_source()
         cfg = self.resolved.config
         requested = cfg.chunk_size
@@ -262,8 +299,26 @@ class KnowledgeBase:
                 raise
             log.warning("%s: not updated: %s", self.name, exc)
             self.summary = None
+        self._record_commit()
         self.is_initialized = True
         settle()
+
+    def _record_commit(self) -> None:
+        """After an ingest of a git checkout: say what the commits changed, and record the
+        commit the index now holds."""
+        if self.git is None or self._fetched is None or self.summary is None:
+            return
+        new, old = self._fetched.commit, self._fetched.indexed_commit
+        if old and old != new:
+            changes = self.git.changes(old, new)
+            said = (
+                ", ".join(f"{n} {kind}" for kind, n in sorted(changes.items())) or "no files"
+                if changes is not None
+                else "not in the clone (history rewritten?): files compared instead"
+            )
+            log.info("%s: %s..%s: %s", self.name, old[:12], new[:12], said)
+        self.git.mark_indexed(new)
+        self._fetched.indexed_commit = new
 
     def _ingest(
         self,
@@ -466,7 +521,25 @@ class KnowledgeBase:
                     chunks=[c.record.chunk_index for c in passage.chunks],
                 )
             )
+        if self.git is not None:
+            self._name_commit(results)
+        if self.web is not None:
+            for r in results:
+                r.url = self.web.url_of(r.doc_id)
         return results, total
+
+    def _name_commit(self, results: list[SearchResult]) -> None:
+        """Each result of a git source names its file in the repository, the commit it was
+        indexed at and, on github.com or gitlab.com, a link to its lines there."""
+        assert self.git is not None
+        state = self.git_state() or {}
+        commit = state.get("indexed_commit") or state.get("commit") or ""
+        prefix = f"{self.git.spec.path}/" if self.git.spec.path else ""
+        for r in results:
+            r.repo_path = prefix + r.doc_id
+            r.commit = commit
+            if commit:
+                r.url = blob_url(self.git.spec.git, commit, r.repo_path, r.location) or ""
 
     def close(self) -> None:
         """Release the index (connections, file handles)."""

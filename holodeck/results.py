@@ -7,7 +7,8 @@ result says the same facts the same way:
   ``[1] Score: 0.83 | Source: docs/x.md`` then the passage. ``VectorStoreTool.search``
   (the library's tool face) and ``holodeck test``'s own searches.
 - ``model``: the same, each result line continued with where the result is,
-  ``| Location: page 3 | Section: Setup › Pumps``, so the LLM can cite it: the tool message
+  ``| Location: page 3 | Section: Setup › Pumps`` (and a git source's ``| Commit:`` or
+  ``| URL:``), so the LLM can cite it: the tool message
   the model reads in ``holodeck chat``, and MCP's text (``holodeck serve``).
 - ``compact``: that result line, then the few lines that best match the question, plain, at
   a fixed width: ``holodeck search`` into a pipe, ``holodeck chat``'s line mode.
@@ -72,6 +73,11 @@ class SearchResult:
     #: Each merged chunk's characters of ``content``, ``[start, end)``, and its location, in
     #: the order of ``chunks`` (``(0, 0, ...)``: not in ``content``); empty when unknown.
     places: list[tuple[int, int, str]] = field(default_factory=list)
+    #: A git source's: the file's path inside the repository, the commit it was indexed at,
+    #: and a link to its lines there (github.com, gitlab.com); empty otherwise.
+    repo_path: str = ""
+    commit: str = ""
+    url: str = ""
 
     @property
     def best_chars(self) -> tuple[int, int]:
@@ -105,7 +111,15 @@ def result_line(number: int, result: SearchResult, place: bool = True, shown: st
         return line
     if result.location:
         line += f" | Location: {result.location}" + (f" | Shown: {shown}" if shown else "")
-    return line + (f" | Section: {result.section}" if result.section else "")
+    line += f" | Section: {result.section}" if result.section else ""
+    return line + _commit_field(result)
+
+
+def _commit_field(result: SearchResult) -> str:
+    """`` | Commit: 1a2b3c4d5e6f`` (or `` | URL: ...`` on a known host) for a git source."""
+    if result.url:
+        return f" | URL: {result.url}"
+    return f" | Commit: {result.commit[:12]}" if result.commit else ""
 
 
 def no_results(query: str) -> str:

@@ -157,7 +157,8 @@ def test_every_extra_the_code_names_is_in_pyproject_and_in_all() -> None:
         e for e, _ in FILE_TYPE_EXTRAS.values()
     }
     assert named == {
-        "office", "html", "redis", "postgres", "anthropic", "metrics", "view", "ag-ui", "traces"
+        "office", "html", "redis", "postgres", "anthropic", "metrics", "view", "ag-ui", "traces",
+        "s3",
     }  # fmt: skip
     everything = extras["all"][0]
     for extra in named:

@@ -47,6 +47,18 @@ def tool_info(project: Project, tool_name: str) -> dict[str, Any]:
         return kb.info()
 
 
+def git_lines(git: dict[str, Any]) -> list[str]:
+    """A git source's remote, ref and commits, for ``store info`` and ``config show``."""
+    path = f" (path {git['path']})" if git["path"] else ""
+    fetched = f"{git['commit'][:12]} at {git['fetched_at']}" if git["commit"] else "not yet"
+    return [
+        f"  git remote:      {git['remote']}",
+        f"  git ref:         {git['ref']}{path}",
+        f"  fetched:         {fetched}",
+        f"  commit indexed:  {git['indexed_commit'] or 'none yet'}",
+    ]
+
+
 def render_text(data: dict[str, Any]) -> str:
     """The human-readable form of ``store info``."""
     lines = [f"Tenant {data['tenant']} (agent {data['agent_file']})"]
@@ -68,4 +80,6 @@ def render_text(data: dict[str, Any]) -> str:
             f"  documents:       {t['documents']}",
             f"  chunks:          {t['chunks']}",
         ]
+        if t.get("git"):
+            lines += git_lines(t["git"])
     return "\n".join(lines)

@@ -335,7 +335,10 @@ def _vectorstore(tool: dict[str, Any], loc: Loc, run: _Pass) -> None:
         raise run.refuse(
             (*loc, "source"),
             "remote sources are not fetched",
-            "download the files into a folder next to agent.yaml and give its path",
+            "download the files into a folder next to agent.yaml and give its path, or "
+            "write source: {git: URL, ref: main, path: docs/} for a git repository, "
+            "source: {urls: [URL]} for files on a web server, "
+            "source: {s3: s3://bucket/prefix/} for objects in S3",
         )
     if isinstance(source, str) and source.startswith("file://"):
         tool["source"] = source.removeprefix("file://")

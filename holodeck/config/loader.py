@@ -206,11 +206,27 @@ def _resolve_tool(
         config=tool,
         # as configured, a symlinked folder not resolved: it names the library's source
         # (its owner record), and discovery reads only inside what it resolves to
-        source=Path(os.path.normpath(root / tool.source)),
+        source=_source_folder(tool, root),
         database=database,
         database_origin=origin,
         embedding_model=tool.embedding_model or default_embedding_model(agent),
     )
+
+
+#: Where a tool's git repository is cloned: ``.holodeck/sources/<tool>/repo``.
+SOURCES_DIR = Path(".holodeck") / "sources"
+
+
+def _source_folder(tool: VectorStoreToolConfig, root: Path) -> Path:
+    """The folder (or file) ingest reads: the configured path, or a git source's checkout
+    (its ``path:`` inside it)."""
+    if tool.web is not None or tool.bucket is not None:
+        return root / SOURCES_DIR / tool.name / "files"
+    if tool.git is None:
+        assert isinstance(tool.source, str)
+        return Path(os.path.normpath(root / tool.source))
+    checkout = root / SOURCES_DIR / tool.name / "repo"
+    return checkout / tool.git.path if tool.git.path else checkout
 
 
 def default_embedding_model(agent: AgentConfig) -> str:

@@ -8,14 +8,16 @@ exactly; what it leaves open (chunking among it) is added with plain names.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
 
 from holodeck.config.base import Int, MaybeFloat, StrictModel
 from holodeck.config.file_limits import FileLimits
 from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
 from holodeck.config.tool_configs import ToolName
+from holodeck.redact import remember_connection_string, remember_secret
 
 #: Embedding models the OpenAI API offers: on that provider a tool names one of these or a
 #: local model.
@@ -113,13 +115,113 @@ def _exclude_pattern(value: str) -> str:
     return value
 
 
+#: A git source's URL may not be one of these: they are fetched another way (or not at all).
+_NOT_GIT = ("s3://", "gs://", "az://")
+
+
+class GitSource(StrictModel):
+    """A git repository as a knowledge base's source: cloned under ``.holodeck/sources/``
+    and fetched before each ingest (``ingest.git_source``)."""
+
+    git: str = Field(
+        min_length=1,
+        description="Any URL git accepts: https://, ssh://, git@host:path, file://, a local "
+        "path (relative to agent.yaml). Credentials come from git's own helpers.",
+    )
+    ref: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Branch, tag or commit to index (default: the remote's HEAD).",
+    )
+    path: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Folder inside the repository to index (default: all of it).",
+    )
+
+    poll: Int = Field(
+        default=60,
+        ge=1,
+        description="Seconds between fetches of the remote under `ingest --watch` and `serve`.",
+    )
+
+    @field_validator("git")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        """Remember the URL's credential for redaction; refuse non-git schemes."""
+        value = value.strip()
+        remember_connection_string(value)
+        head = value.split("://", 1)
+        if len(head) == 2 and "@" in head[1].split("/", 1)[0]:
+            userinfo = head[1].split("/", 1)[0].rsplit("@", 1)[0]
+            if ":" not in userinfo and head[0] in ("http", "https"):
+                remember_secret(userinfo)  # a token given as the user (https://TOKEN@host)
+        if value.startswith(_NOT_GIT):
+            raise ValueError("not a git URL; give an https://, ssh://, file:// URL or a path")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _inside(cls, value: str | None) -> str | None:
+        """A relative folder of the repository, never one outside it."""
+        if value is None:
+            return None
+        clean = value.strip().strip("/")
+        if not clean or clean == ".":
+            return None
+        if value.strip().startswith("/") or ".." in clean.split("/"):
+            raise ValueError("must be a folder inside the repository (relative, no '..')")
+        return clean
+
+
+class UrlSource(StrictModel):
+    """Files on web servers as a knowledge base's source: each fetched into
+    ``.holodeck/sources/<tool>/files`` before an ingest, again only when it changed (ETag,
+    Last-Modified: ``ingest.url_source``)."""
+
+    urls: list[str] = Field(
+        min_length=1,
+        description="http:// or https:// URLs of single files (no crawling, no sitemaps).",
+    )
+
+    @field_validator("urls")
+    @classmethod
+    def _web(cls, value: list[str]) -> list[str]:
+        """Every URL is http(s) and names a file; its credential is remembered for redaction."""
+        for url in value:
+            remember_connection_string(url)
+            if not url.startswith(("https://", "http://")):
+                raise ValueError(f"{url}: not an http:// or https:// URL")
+        return value
+
+
+class S3Source(StrictModel):
+    """Objects under an S3 prefix as a knowledge base's source: each fetched into
+    ``.holodeck/sources/<tool>/files`` before an ingest, again only when its ETag changed
+    (``ingest.s3_source``). Credentials, region and endpoint come from the standard AWS
+    chain (environment, ``~/.aws``, an instance role)."""
+
+    s3: str = Field(description="s3://bucket or s3://bucket/prefix/")
+
+    @field_validator("s3")
+    @classmethod
+    def _bucket(cls, value: str) -> str:
+        if not value.startswith("s3://") or not value[5:].split("/", 1)[0]:
+            raise ValueError("must be s3://bucket or s3://bucket/prefix/")
+        return value
+
+
 class VectorStoreToolConfig(StrictModel):
     """A knowledge base: a folder (or file) of documents the agent can search."""
 
     type: Literal["vectorstore"]
     name: ToolName = Field(description="Tool identifier: letters, digits and underscores.")
     description: str | None = None
-    source: str = Field(min_length=1, description="File or folder, relative to agent.yaml.")
+    source: str | GitSource | UrlSource | S3Source = Field(
+        description="File or folder, relative to agent.yaml; or a git repository "
+        "({git: URL, ref: branch, path: folder}); or files on the web ({urls: [URL, ...]}); "
+        "or objects in S3 ({s3: s3://bucket/prefix/})."
+    )
     embedding_model: str | None = Field(
         default=None, description="Defaults to the provider's default (local: all-MiniLM-L6-v2)."
     )
@@ -153,6 +255,41 @@ class VectorStoreToolConfig(StrictModel):
         description="How big one file may be; a file past a limit is skipped with a warning "
         "naming it (defaults far beyond any real manual: zip bombs, data dumps).",
     )
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _one_kind(cls, value: Any) -> Any:
+        """A mapping is a git source (with ``urls:``, web files), validated here so an error
+        names its key (not every kind a union would try); a path must not be empty."""
+        if isinstance(value, dict):
+            kind: type[StrictModel] = (
+                UrlSource if "urls" in value else S3Source if "s3" in value else GitSource
+            )
+            try:
+                return kind.model_validate(value)
+            except PydanticValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                key = ".".join(str(p) for p in err["loc"])
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                raise ValueError(f"{key}: {msg}" if key else msg) from None
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("give a folder or file (relative to agent.yaml) or {git: URL}")
+        return value
+
+    @property
+    def git(self) -> GitSource | None:
+        """The git repository this tool indexes, or None for a folder or file."""
+        return self.source if isinstance(self.source, GitSource) else None
+
+    @property
+    def web(self) -> UrlSource | None:
+        """The web files this tool indexes, or None."""
+        return self.source if isinstance(self.source, UrlSource) else None
+
+    @property
+    def bucket(self) -> S3Source | None:
+        """The S3 prefix this tool indexes, or None."""
+        return self.source if isinstance(self.source, S3Source) else None
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> VectorStoreToolConfig:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -96,6 +97,7 @@ def watch_tools(
     be (``tools.reload``); ``on_settings`` shows what it did, or the error that kept the
     running settings. Ctrl-C in the main thread raises KeyboardInterrupt.
     """
+    remotes = _GitSources(tools)  # fetched now: a first clone makes the folder to watch
     for tool in tools:
         tool.check_source()  # a missing folder cannot be watched: its FileNotFoundError, now
     roots, recursive = watch_roots(tools)
@@ -114,6 +116,7 @@ def watch_tools(
                 if on_ready is not None and not stop.is_set():
                     on_ready()
                 continue
+            remotes.poll()  # a new commit checked out: its files' events start the pass
             changed = list(tools) if changes is None else tools_for(tools, changes)
             changed += [t for t in files.changed(already=changed) if t not in changed]
             if settings.edited():
@@ -251,6 +254,34 @@ def watch_roots(tools: Iterable[KnowledgeBase]) -> tuple[list[Path], bool]:
         if not any(folder.is_relative_to(r) for r in roots):
             roots.append(folder)
     return roots, True
+
+
+class _GitSources:
+    """The tools whose source is a git repository, each fetched every ``poll`` seconds (its
+    ``source: {poll: ...}``, 60 by default); a fetch that brings a new commit checks it out,
+    and the watcher sees its files change. An unreachable remote warns and keeps the last."""
+
+    def __init__(self, tools: Iterable[KnowledgeBase]) -> None:
+        self.tools = [t for t in tools if t.git is not None]
+        self.due: dict[str, float] = {}
+        for tool in self.tools:
+            tool.fetch_source()
+            self._schedule(tool)
+
+    def _schedule(self, tool: KnowledgeBase) -> None:
+        assert tool.git is not None
+        self.due[tool.name] = time.monotonic() + tool.git.spec.poll
+
+    def poll(self) -> None:
+        """Fetch each repository whose interval is up."""
+        now = time.monotonic()
+        for tool in self.tools:
+            if now >= self.due[tool.name]:
+                try:
+                    tool.fetch_source()
+                except ConfigError as exc:  # the clone is gone too: said, retried next time
+                    log.warning("%s", exc)
+                self._schedule(tool)
 
 
 class _FileSources:
