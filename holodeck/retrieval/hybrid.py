@@ -4,11 +4,7 @@ words found together (``term_pairs``), fused, filtered by semantic similarity, n
 chunks merged, in hybrid mode a document's further passages demoted so that an answer covers
 more than one file (``passages.spread``). In hybrid mode, for a query that names a topic (not
 a question), the words its best fused chunks share count on the keyword side of its best
-candidates too, and those are fused again (``expansion``). The same for every backend.
-
-The candidates are read without their text where the store allows (``text=False``): the
-fusion needs their ids, vectors and places only, so the text is read for the few that are
-scanned (the pairs' and the feedback's best hits) and those returned (issue 63)."""
+candidates too, and those are fused again (``expansion``). The same for every backend."""
 
 from __future__ import annotations
 
@@ -19,8 +15,6 @@ import numpy as np
 
 from holodeck import tracing
 from holodeck.retrieval.expansion import (
-    MAX_TERMS,
-    RESCORED,
     SOURCE_CHUNKS,
     expansion_words,
     is_question,
@@ -28,7 +22,7 @@ from holodeck.retrieval.expansion import (
 )
 from holodeck.retrieval.fusion import SearchMode, fuse, unlisted_score, unsure
 from holodeck.retrieval.passages import MAX_CHUNKS, Passage, Scored, merge, spread
-from holodeck.retrieval.term_pairs import PAIRED, paired, query_pairs
+from holodeck.retrieval.term_pairs import paired
 from holodeck.text.analysis import EXACT_MAX, query_identifiers
 from holodeck.vectorstore.records import ChunkFilters, ChunkHit
 from holodeck.vectorstore.store import VectorStore
@@ -84,7 +78,6 @@ def retrieve(
         hybrid = mode == "hybrid"
         passages = spread(merge(kept, 2 * k), k, SPREAD) if hybrid else merge(kept, k)
         if len(passages) >= k or not cut or depth >= wide:
-            store.read_texts([c.record for p in passages for c in p.chunks])
             return passages, len(ranked)
         depth = wide
 
@@ -105,7 +98,7 @@ def _ranked(
         query_vector = np.asarray(vector, dtype=np.float32)
         if mode == "keyword":
             return query_vector, [], 0.0
-        hits = store.search(tenant_id, query_vector, depth, filters, text=False)
+        hits = store.search(tenant_id, query_vector, depth, filters)
         return query_vector, hits, time.perf_counter() - started
 
     # both sides at once: numpy and SQLite (or Redis) release the GIL
@@ -115,14 +108,13 @@ def _ranked(
     scale = 0.0
     started = time.perf_counter()
     if mode != "semantic":
-        keyword = store.keyword_search(tenant_id, query, depth, filters, text=False)
+        keyword = store.keyword_search(tenant_id, query, depth, filters)
         scale = store.keyword_scale(query) if mode == "hybrid" and keyword else 0.0
         for identifier in query_identifiers(query):
             holders = store.identifier_holders(tenant_id, identifier, EXACT_MAX + 1, filters)
             if len(holders) <= EXACT_MAX:  # a rare name, not a common compound
                 exact += holders
-        if mode == "hybrid" and PAIRS and query_pairs(query):  # while the semantic side runs
-            store.read_texts([h.record for h in keyword[:PAIRED]])  # the hits it scans
+        if mode == "hybrid" and PAIRS:  # while the semantic side still runs
             keyword = paired(query, keyword, store.keyword_idfs)
     keyword_seconds = time.perf_counter() - started
     query_vector, semantic, semantic_seconds = dense.result()
@@ -140,13 +132,9 @@ def _ranked(
     ranked = fuse(semantic, keyword, query_vector, mode, depth, exact, scale)
     if mode == "hybrid" and EXPAND and ranked and not is_question(query):
         best = [s.record for s in ranked[:SOURCE_CHUNKS]]
-        doubt = unsure(semantic)
-        if round(MAX_TERMS * doubt) > 0:  # else no word is added: no text to read
-            store.read_texts(best)
-        words = expansion_words(query, best, store.keyword_idfs, doubt)
+        words = expansion_words(query, best, store.keyword_idfs, unsure(semantic))
         if words:
             every = [s.record for s in ranked]
-            store.read_texts(every[:RESCORED])  # the candidates it counts the words in
             floor = unlisted_score(keyword, depth)
             fed = rescored(keyword, every, words, floor)  # the same candidates, scored again
             ranked = _head_kept(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -191,28 +191,4 @@ class IndexAdapter(Protocol):
 
     def close(self) -> None:
         """Release connections, locks and files."""
-        ...
-
-
-@runtime_checkable
-class ReadsTextLater(Protocol):
-    """An adapter whose searches can leave the records' text unread (``""``) and read it
-    later for the few records that need it: a hybrid question's candidates are hundreds,
-    the text shown or scanned is a few of them (``holodeck.retrieval.hybrid``)."""
-
-    def search_without_text(
-        self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
-    ) -> list[ChunkHit]:
-        """``search``, the records' text left ``""``."""
-        ...
-
-    def keyword_search_without_text(
-        self, tenant_id: str, query: str, k: int, filters: ChunkFilters
-    ) -> list[ChunkHit]:
-        """``keyword_search``, the records' text left ``""``."""
-        ...
-
-    def read_texts(self, records: Sequence[ChunkRecord]) -> None:
-        """Fill in the text of these records (read without it) in one read; a chunk
-        deleted since keeps ``""``."""
         ...

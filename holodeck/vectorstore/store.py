@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 
 import numpy as np
 
-from holodeck.vectorstore.adapter import IndexAdapter, ReadsTextLater
+from holodeck.vectorstore.adapter import IndexAdapter
 from holodeck.vectorstore.errors import (
     MODEL_MISMATCH,
     QUERY_DIMENSION_MISMATCH,
@@ -118,10 +118,8 @@ class VectorStore:
         vector: np.ndarray,
         k: int,
         filters: ChunkFilters | None = None,
-        text: bool = True,
     ) -> list[ChunkHit]:
-        """The ``k`` nearest chunks of ``tenant_id`` inside ``filters``, best first (``text``
-        False: the records' text may be left ``""``, for ``read_texts`` later)."""
+        """The ``k`` nearest chunks of ``tenant_id`` inside ``filters``, best first."""
         filters = filters or ChunkFilters()
         if filters.library_ids is not None and len(filters.library_ids) == 0:
             return []
@@ -134,39 +132,22 @@ class VectorStore:
             )
         if info is None or k <= 0:
             return []
-        query = np.asarray(vector, dtype=np.float32)
-        if not text and isinstance(self.adapter, ReadsTextLater):
-            return self.adapter.search_without_text(tenant_id, query, k, filters)
-        return self.adapter.search(tenant_id, query, k, filters)
+        return self.adapter.search(tenant_id, np.asarray(vector, dtype=np.float32), k, filters)
 
     def keyword_search(
-        self,
-        tenant_id: str,
-        query: str,
-        k: int,
-        filters: ChunkFilters | None = None,
-        text: bool = True,
+        self, tenant_id: str, query: str, k: int, filters: ChunkFilters | None = None
     ) -> list[ChunkHit]:
         """The ``k`` best BM25 matches of ``query``'s words inside the tenant's scope.
 
         Scores are BM25 (higher is better, not bounded); an empty library scope finds nothing
-        without asking the adapter, as in ``search``. ``text`` as in ``search``.
+        without asking the adapter, as in ``search``.
         """
         filters = filters or ChunkFilters()
         if filters.library_ids is not None and len(filters.library_ids) == 0:
             return []
         if k <= 0 or self.adapter.describe() is None:
             return []
-        if not text and isinstance(self.adapter, ReadsTextLater):
-            return self.adapter.keyword_search_without_text(tenant_id, query, k, filters)
         return self.adapter.keyword_search(tenant_id, query, k, filters)
-
-    def read_texts(self, records: Sequence[ChunkRecord]) -> None:
-        """Fill in the text of those of ``records`` a search with ``text`` False left
-        ``""`` (nothing to do for an adapter that always reads it)."""
-        unread = [r for r in records if not r.content]
-        if unread and isinstance(self.adapter, ReadsTextLater):
-            self.adapter.read_texts(unread)
 
     def keyword_scale(self, query: str) -> float:
         """What a chunk holding each of ``query``'s keyword terms once scores in BM25 (the

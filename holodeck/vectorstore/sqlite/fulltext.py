@@ -120,7 +120,6 @@ def keyword_search(
     filters: ChunkFilters,
     prune: bool = True,
     vectors_of: VectorsOf | None = None,
-    content: bool = True,
 ) -> list[ChunkHit]:
     """BM25 over the full-text index inside the tenant's scope (score: higher is better).
 
@@ -129,8 +128,7 @@ def keyword_search(
     can reach the top ``k`` on an index of ``PRUNE_MIN_ROWS`` or more (False: every match,
     the same answer); a large index is searched in parts of its row ids at once, each on its
     own connection: on its own FTS5 uses one core. ``vectors_of`` gives the hits' vectors
-    (None: read with the records). ``content`` False: the records' text is left unread
-    (``""``).
+    (None: read with the records).
     """
     terms = query_terms(query)
     if k <= 0 or not terms:
@@ -167,18 +165,17 @@ def keyword_search(
             found = ranking.best(" OR ".join(phrases))
         else:
             found = ranking.best(*_split(phrases, essential))
-    records = _with_vectors(reader, [row_id for row_id, _ in found], vectors_of, content)
+    records = _with_vectors(reader, [row_id for row_id, _ in found], vectors_of)
     return [ChunkHit(records[i], float(score)) for i, score in found if i in records]
 
 
 def _with_vectors(
-    reader: Reader, ids: list[int], vectors_of: VectorsOf | None, content: bool = True
+    reader: Reader, ids: list[int], vectors_of: VectorsOf | None
 ) -> dict[int, ChunkRecord]:
     """The records of ``ids`` with their vectors: read with them, or from ``vectors_of``
-    (a record whose vector is gone, deleted in between, is left out); their text only when
-    ``content``."""
+    (a record whose vector is gone, deleted in between, is left out)."""
     with reader.reading() as db:
-        records = records_by_id(db, ids, with_vectors=vectors_of is None, content=content)
+        records = records_by_id(db, ids, with_vectors=vectors_of is None)
     if vectors_of is None:
         return records
     vectors = vectors_of([i for i in ids if i in records])

@@ -38,12 +38,7 @@ from holodeck.vectorstore.records import (
 )
 from holodeck.vectorstore.sqlite import fulltext as sqlite_fulltext
 from holodeck.vectorstore.sqlite.postings import KeywordFile
-from holodeck.vectorstore.sqlite.query import (
-    CHUNK_COLUMNS,
-    contents_of,
-    keyword_columns,
-    record,
-)
+from holodeck.vectorstore.sqlite.query import CHUNK_COLUMNS, keyword_columns, record
 from holodeck.vectorstore.sqlite.vectors import VectorIndex
 
 #: The chunk with a derived id at a place (library, document, position).
@@ -358,25 +353,6 @@ class SqliteIndexAdapter:
             self, self._term_counts, self._keywords, tenant_id, query, k, filters,
             vectors_of=self._vectors.vectors_of,
         )  # fmt: skip
-
-    def search_without_text(
-        self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
-    ) -> list[ChunkHit]:
-        return self._vectors.search(tenant_id, vector, k, filters, content=False)
-
-    def keyword_search_without_text(
-        self, tenant_id: str, query: str, k: int, filters: ChunkFilters
-    ) -> list[ChunkHit]:
-        return sqlite_fulltext.keyword_search(
-            self, self._term_counts, self._keywords, tenant_id, query, k, filters,
-            vectors_of=self._vectors.vectors_of, content=False,
-        )  # fmt: skip
-
-    def read_texts(self, records: Sequence[ChunkRecord]) -> None:
-        with self.reading() as db:
-            texts = contents_of(db, records)
-        for rec in records:
-            rec.content = texts.get(rec.chunk_id, rec.content)
 
     def keyword_scale(self, query: str) -> float:
         return sqlite_fulltext.keyword_scale(self, self._term_counts, self._keywords, query)

@@ -31,13 +31,6 @@ CHUNK_COLUMNS = (
     "c.content, c.embedding_model, c.source_path, c.mtime, c.content_hash, c.token_count, "
     "c.tags, c.language, c.location, c.section"
 )
-#: ``CHUNK_COLUMNS`` with the text left unread (an empty string in its place): a search's
-#: candidates, most of them never shown, have theirs read later only for those that are
-#: (``contents_of``).
-CHUNK_COLUMNS_NO_TEXT = CHUNK_COLUMNS.replace("c.content,", "'' AS content,")
-#: Places a statement of ``contents_of`` looks up (SQLite's default limit of a compound
-#: SELECT is 500).
-TEXT_READS = 400
 #: The vector of a record read without one (shared: read-only, and replaced, never changed).
 _NO_VECTOR = np.zeros(0, dtype=np.float32)
 _NO_VECTOR.flags.writeable = False
@@ -108,45 +101,19 @@ def allowed_ids(db: sqlite3.Connection, lib: int, f: ChunkFilters) -> np.ndarray
 
 
 def records_by_id(
-    db: sqlite3.Connection, ids: list[int], with_vectors: bool = False, content: bool = True
+    db: sqlite3.Connection, ids: list[int], with_vectors: bool = False
 ) -> dict[int, ChunkRecord]:
-    """Records by row id; vectors only when asked (a dense search has them already), the
-    text only when asked (``content`` False: ``""``, for ``contents_of`` later)."""
+    """Records by row id; vectors only when asked (a dense search has them already)."""
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
     vector, join = (", v.vector", " JOIN vectors v ON v.id = c.id") if with_vectors else ("", "")
-    columns = CHUNK_COLUMNS if content else CHUNK_COLUMNS_NO_TEXT
     rows = db.execute(
-        f"SELECT {columns}{vector} FROM chunks c "
+        f"SELECT {CHUNK_COLUMNS}{vector} FROM chunks c "
         f"JOIN libraries l ON l.id = c.lib{join} WHERE c.id IN ({marks})",
         ids,
     ).fetchall()
     return {row[0]: record(row, row[VECTOR_COLUMN] if with_vectors else None) for row in rows}
-
-
-def contents_of(db: sqlite3.Connection, records: Sequence[ChunkRecord]) -> dict[str, str]:
-    """The text of each of these records' chunks (those still there), by chunk id: looked
-    up by place (library, document, index: ``chunks_by_doc``), in one statement a
-    ``TEXT_READS`` records."""
-    libs = {
-        (tenant, name): lib
-        for lib, tenant, name in db.execute("SELECT id, tenant_id, library_id FROM libraries")
-    }
-    places = [
-        (lib, rec.doc_id, rec.chunk_index)
-        for rec in records
-        if (lib := libs.get((rec.tenant_id, rec.library_id))) is not None
-    ]
-    texts: dict[str, str] = {}
-    for start in range(0, len(places), TEXT_READS):
-        part = places[start : start + TEXT_READS]
-        one = (
-            "SELECT chunk_id, content FROM chunks WHERE lib = ? AND doc_id = ? AND chunk_index = ?"
-        )
-        args = [value for place in part for value in place]
-        texts.update(db.execute(" UNION ALL ".join([one] * len(part)), args).fetchall())
-    return texts
 
 
 def record(row: Sequence[Any], blob: bytes | None) -> ChunkRecord:

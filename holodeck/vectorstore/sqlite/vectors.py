@@ -123,15 +123,9 @@ class VectorIndex:
             self._library(lib)
 
     def search(
-        self,
-        tenant_id: str,
-        vector: np.ndarray,
-        k: int,
-        filters: ChunkFilters,
-        content: bool = True,
+        self, tenant_id: str, vector: np.ndarray, k: int, filters: ChunkFilters
     ) -> list[ChunkHit]:
-        """The ``k`` nearest chunks of the tenant's scope, best first, with their vectors
-        (and their text only when ``content``: else ``""``)."""
+        """The ``k`` nearest chunks of the tenant's scope, best first, with their vectors."""
         with self._reader.reading() as db:
             libs = scope_libs(db, tenant_id, filters)
         if not libs or k <= 0:
@@ -146,7 +140,7 @@ class VectorIndex:
         best = _top(scores, k)
         chosen = ids[best].tolist()
         with self._reader.reading() as db:
-            records = records_by_id(db, chosen, content=content)
+            records = records_by_id(db, chosen)
         found = vectors[best]  # a copy: each record keeps its own row
         clipped = np.clip(scores[best], 0.0, 1.0).tolist()
         hits = []
