@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
-import uvicorn
 from sse_starlette.sse import AppStatus
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
@@ -30,15 +29,12 @@ from holodeck.serve.limits import RateLimiter
 from holodeck.serve.readiness import Readiness
 from holodeck.serve.rest_app import build_app
 from holodeck.serve.run import (
-    HTTP_GRACE_SECONDS,
-    HTTP_KEEP_ALIVE_SECONDS,
     WATCHER_JOIN_SECONDS,
     HttpEndpoint,
     WatchHooks,
     _listen,
-    _on_signal,
-    _Uvicorn,
     _watch,
+    serve_asgi,
 )
 from holodeck.serve.sessions import SessionStore
 from holodeck.serve.turns import ServerState
@@ -189,29 +185,14 @@ async def _serve_app(
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
         )
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
-        timeout_keep_alive=HTTP_KEEP_ALIVE_SECONDS,
-    )
-    web = _Uvicorn(config)
 
-    def shut_down() -> None:
-        if web.should_exit:
-            web.force_exit = True
-        web.should_exit = True
+    def end_streams() -> None:
         # open event streams end now (their turns cancelled), rather than being cut off
         # with a traceback when uvicorn's grace period is over; sse-starlette learns of a
-        # shutdown from uvicorn's own signal handler, which _Uvicorn leaves out
+        # shutdown from uvicorn's own signal handler, which serve_asgi leaves out
         AppStatus.should_exit = True
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(_on_signal, shut_down)
-        await web.serve(sockets=[sock])
-        group.cancel_scope.cancel()
+    await serve_asgi(app, sock, on_shutdown=end_streams)
 
 
 class _PublicOrBearer:

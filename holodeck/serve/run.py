@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import uvicorn
@@ -226,8 +227,16 @@ async def _serve_http(server: Server, sock: socket.socket, token: str | None) ->
     # the SDK turns its Host/Origin checks on when this is 127.0.0.1 or ::1
     mcp_app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=sock.getsockname()[0])
     app = TracedRequests(mcp_app)
+    await serve_asgi(BearerAuth(app, token) if token else app, sock)
+
+
+async def serve_asgi(
+    app: Any, sock: socket.socket, on_shutdown: Callable[[], None] | None = None
+) -> None:
+    """Serve the ASGI ``app`` on ``sock`` with uvicorn until a signal: the first lets open
+    requests finish (``on_shutdown`` runs then too), the second ends them."""
     config = uvicorn.Config(
-        BearerAuth(app, token) if token else app,
+        app,
         log_config=None,  # uvicorn's own config logs to stdout; its warnings reach stderr
         log_level="warning",
         access_log=False,
@@ -240,6 +249,8 @@ async def _serve_http(server: Server, sock: socket.socket, token: str | None) ->
         if web.should_exit:
             web.force_exit = True
         web.should_exit = True
+        if on_shutdown is not None:
+            on_shutdown()
 
     async with anyio.create_task_group() as group:
         group.start_soon(_on_signal, shut_down)
