@@ -214,7 +214,7 @@ class GitRepository:
         return counts
 
     def _git(self, *args: str, network: bool = False) -> str:
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "echo"}
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # never prompt: fail instead
         if network:
             env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
         try:
