@@ -319,7 +319,8 @@ tools:
     top_k: 5                        # results per search (1-100)
 
 # Metrics that judge each case's answer (`holodeck test`), asked of a judge model. Uncomment
-# with a model: above; standard ones (rouge, bleu, f1_score, equality, numeric) need none.
+# with a model: above; standard ones need no judge (f1_score, equality, numeric; rouge and
+# bleu with the metrics extra: pip install 'holodeck[metrics]').
 # evaluations:
 #   metrics:
 #     - type: rag
