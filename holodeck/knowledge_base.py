@@ -83,15 +83,20 @@ class KnowledgeBase:
         #: ``initialize_sync`` (``fetch_source``; ``ingest --watch`` polls it).
         self.git = GitRepository.of(tool, project.root)
         #: The tool's web files or S3 objects (``source: {urls: [...]}``, ``{s3: ...}``),
-        #: fetched by ``initialize_sync``.
+        #: fetched like a git source.
         self.web: WebFiles | S3Files | None = WebFiles.of(tool, project.root) or S3Files.of(
             tool, project.root
         )
         self._fetched: GitState | None = None
+        self._web_fetched = False
 
     def fetch_source(self) -> GitState | None:
-        """Bring a git source's checkout to the configured ref's newest commit (or warn and
-        keep the last one when the remote is unreachable); None for a folder source."""
+        """Bring a remote source's copy up to date: a git checkout to the ref's newest
+        commit, web files and S3 objects that changed (each warns and keeps the last copy
+        when unreachable); the git state, None for any other source."""
+        if self.web is not None:
+            self.web.sync()
+            self._web_fetched = True
         if self.git is None:
             return None
         self._fetched = self.git.sync()
@@ -152,6 +157,10 @@ class KnowledgeBase:
         info = {"tool": self.name, "library": self.name, **stats, "fallback": self.fallback_reason}
         if self.git is not None:
             info["git"] = self.git_state()
+        if isinstance(self.web, WebFiles):
+            info["urls"] = self.web.describe()
+        if isinstance(self.web, S3Files):
+            info["s3"] = self.web.describe()
         return info
 
     @property
@@ -256,10 +265,10 @@ class KnowledgeBase:
         library, say so in one line and answer from what it has committed so far. Otherwise
         (ingest, test) say so and wait for it, at most ``HOLODECK_LOCK_TIMEOUT``.
         """
-        if self.git is not None and self._fetched is None:
-            self.fetch_source()
-        if self.web is not None:
-            self.web.sync()
+        if (self.git is not None and self._fetched is None) or (
+            self.web is not None and not self._web_fetched
+        ):
+            self.fetch_source()  # once per KnowledgeBase; ``ingest --watch`` polls it
         source = self.check_source()
         cfg = self.resolved.config
         requested = cfg.chunk_size

@@ -8,13 +8,15 @@ from typing import Any
 import click
 
 from holodeck.cli.options import agent_option, agent_path
-from holodeck.cli.store_cmd import git_lines
+from holodeck.cli.store_cmd import source_lines
 from holodeck.config.loader import Project, ResolvedTool, load_project
 from holodeck.config.models import AgentConfig
 from holodeck.config.tool_configs import FunctionToolConfig, McpToolConfig
 from holodeck.config.vectorstore_tool import DatabaseConfig
 from holodeck.embeddings.catalog import effective_chunk_size, facts
 from holodeck.ingest.git_source import GitRepository
+from holodeck.ingest.s3_source import S3Files
+from holodeck.ingest.url_source import WebFiles
 from holodeck.redact import redact_url
 
 #: Seconds ``config show`` waits for a Redis to answer before it reports the fallback.
@@ -95,6 +97,8 @@ def describe_tool(
         "min_similarity_score": cfg.min_similarity_score,
         "in_use": in_use if in_use is not None else probe(db),
         "git": git.describe() if (git := GitRepository.of(tool, project.root)) else None,
+        "urls": web.describe() if (web := WebFiles.of(tool, project.root)) else None,
+        "s3": s3.describe() if (s3 := S3Files.of(tool, project.root)) else None,
     }
 
 
@@ -201,7 +205,7 @@ def render_text(data: dict[str, Any]) -> str:
             f"  top_k:           {tool['top_k']}",
             f"  search mode:     {tool['search_mode']}",
             f"  min score:       {'none' if min_score is None else min_score}",
-            *(git_lines(tool["git"]) if tool.get("git") else []),
+            *source_lines(tool),
         ]
     for function in data["functions"]:
         params = function["parameters"]

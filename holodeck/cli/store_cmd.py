@@ -47,16 +47,27 @@ def tool_info(project: Project, tool_name: str) -> dict[str, Any]:
         return kb.info()
 
 
-def git_lines(git: dict[str, Any]) -> list[str]:
-    """A git source's remote, ref and commits, for ``store info`` and ``config show``."""
-    path = f" (path {git['path']})" if git["path"] else ""
-    fetched = f"{git['commit'][:12]} at {git['fetched_at']}" if git["commit"] else "not yet"
-    return [
-        f"  git remote:      {git['remote']}",
-        f"  git ref:         {git['ref']}{path}",
-        f"  fetched:         {fetched}",
-        f"  commit indexed:  {git['indexed_commit'] or 'none yet'}",
-    ]
+def source_lines(tool: dict[str, Any]) -> list[str]:
+    """A remote source's state, for ``store info`` and ``config show``: a git source's
+    remote, ref and commits; each web file's URL and last fetch; an S3 prefix's objects."""
+    lines: list[str] = []
+    if git := tool.get("git"):
+        path = f" (path {git['path']})" if git["path"] else ""
+        fetched = f"{git['commit'][:12]} at {git['fetched_at']}" if git["commit"] else "not yet"
+        lines += [
+            f"  git remote:      {git['remote']}",
+            f"  git ref:         {git['ref']}{path}",
+            f"  fetched:         {fetched}",
+            f"  commit indexed:  {git['indexed_commit'] or 'none yet'}",
+        ]
+    for web in tool.get("urls") or []:
+        lines.append(f"  url:             {web['url']} (fetched {web['fetched_at'] or 'not yet'})")
+    if s3 := tool.get("s3"):
+        lines += [
+            f"  s3:              s3://{s3['bucket']}/{s3['prefix']}",
+            f"  objects:         {s3['objects']} (fetched {s3['fetched_at'] or 'not yet'})",
+        ]
+    return lines
 
 
 def render_text(data: dict[str, Any]) -> str:
@@ -80,6 +91,5 @@ def render_text(data: dict[str, Any]) -> str:
             f"  documents:       {t['documents']}",
             f"  chunks:          {t['chunks']}",
         ]
-        if t.get("git"):
-            lines += git_lines(t["git"])
+        lines += source_lines(t)
     return "\n".join(lines)

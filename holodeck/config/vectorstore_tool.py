@@ -119,7 +119,18 @@ def _exclude_pattern(value: str) -> str:
 _NOT_GIT = ("s3://", "gs://", "az://")
 
 
-class GitSource(StrictModel):
+class PolledSource(StrictModel):
+    """A source that lives elsewhere (git, web files, S3): its copy is brought up to date
+    before an ingest, and every ``poll`` seconds under ``ingest --watch`` and ``serve``."""
+
+    poll: Int = Field(
+        default=60,
+        ge=1,
+        description="Seconds between fetches of the source under `ingest --watch` and `serve`.",
+    )
+
+
+class GitSource(PolledSource):
     """A git repository as a knowledge base's source: cloned under ``.holodeck/sources/``
     and fetched before each ingest (``ingest.git_source``)."""
 
@@ -137,12 +148,6 @@ class GitSource(StrictModel):
         default=None,
         min_length=1,
         description="Folder inside the repository to index (default: all of it).",
-    )
-
-    poll: Int = Field(
-        default=60,
-        ge=1,
-        description="Seconds between fetches of the remote under `ingest --watch` and `serve`.",
     )
 
     @field_validator("git")
@@ -174,7 +179,7 @@ class GitSource(StrictModel):
         return clean
 
 
-class UrlSource(StrictModel):
+class UrlSource(PolledSource):
     """Files on web servers as a knowledge base's source: each fetched into
     ``.holodeck/sources/<tool>/files`` before an ingest, again only when it changed (ETag,
     Last-Modified: ``ingest.url_source``)."""
@@ -195,7 +200,7 @@ class UrlSource(StrictModel):
         return value
 
 
-class S3Source(StrictModel):
+class S3Source(PolledSource):
     """Objects under an S3 prefix as a knowledge base's source: each fetched into
     ``.holodeck/sources/<tool>/files`` before an ingest, again only when its ETag changed
     (``ingest.s3_source``). Credentials, region and endpoint come from the standard AWS
@@ -280,6 +285,11 @@ class VectorStoreToolConfig(StrictModel):
     def git(self) -> GitSource | None:
         """The git repository this tool indexes, or None for a folder or file."""
         return self.source if isinstance(self.source, GitSource) else None
+
+    @property
+    def remote(self) -> PolledSource | None:
+        """The git repository, web files or S3 prefix this tool indexes, or None."""
+        return self.source if isinstance(self.source, PolledSource) else None
 
     @property
     def web(self) -> UrlSource | None:

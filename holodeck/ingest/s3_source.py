@@ -54,6 +54,18 @@ class S3Files:
         except (OSError, ValueError):
             return {}
 
+    def describe(self) -> dict[str, Any]:
+        """The bucket, prefix, objects fetched and when the prefix was last listed (None
+        before the first listing): for ``store info`` and ``config show``."""
+        state = self.state()
+        when = state.get("listed_at")
+        return {
+            "bucket": self.bucket,
+            "prefix": self.prefix,
+            "objects": len(state.get("objects", {})),
+            "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if when else None,
+        }
+
     def url_of(self, doc_id: str) -> str:
         """The ``s3://`` URL of a stored document."""
         return f"s3://{self.bucket}/{self.prefix}{doc_id}"

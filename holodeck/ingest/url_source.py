@@ -45,6 +45,12 @@ def local_name(url: str) -> str:
     return "/".join([host, *pieces])
 
 
+def _utc(entry: dict[str, Any]) -> str | None:
+    """An entry's ``fetched_at`` as ISO 8601 UTC, or None when never fetched."""
+    when = entry.get("fetched_at")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if when else None
+
+
 def _request(url: str) -> urllib.request.Request:
     """A GET of ``url``; a user and password in it go as HTTP Basic auth (urllib would take
     them for part of the host name)."""
@@ -84,6 +90,15 @@ class WebFiles:
             return data if isinstance(data, dict) else {}
         except (OSError, ValueError):
             return {}
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Each URL (credentials redacted) and when it was last fetched (None before the
+        first fetch): for ``store info`` and ``config show``."""
+        state = self.state()
+        return [
+            {"url": redact(url), "fetched_at": _utc(state.get(local_name(url), {}))}
+            for url in self.spec.urls
+        ]
 
     def url_of(self, doc_id: str) -> str:
         """The URL a stored document came from (its id is its name below the folder),

@@ -97,7 +97,7 @@ def watch_tools(
     be (``tools.reload``); ``on_settings`` shows what it did, or the error that kept the
     running settings. Ctrl-C in the main thread raises KeyboardInterrupt.
     """
-    remotes = _GitSources(tools)  # fetched now: a first clone makes the folder to watch
+    remotes = _RemoteSources(tools)  # fetched now: a first fetch makes the folder to watch
     for tool in tools:
         tool.check_source()  # a missing folder cannot be watched: its FileNotFoundError, now
     roots, recursive = watch_roots(tools)
@@ -116,7 +116,7 @@ def watch_tools(
                 if on_ready is not None and not stop.is_set():
                     on_ready()
                 continue
-            remotes.poll()  # a new commit checked out: its files' events start the pass
+            remotes.poll()  # a new commit or changed file fetched: its events start the pass
             changed = list(tools) if changes is None else tools_for(tools, changes)
             changed += [t for t in files.changed(already=changed) if t not in changed]
             if settings.edited():
@@ -256,30 +256,33 @@ def watch_roots(tools: Iterable[KnowledgeBase]) -> tuple[list[Path], bool]:
     return roots, True
 
 
-class _GitSources:
-    """The tools whose source is a git repository, each fetched every ``poll`` seconds (its
-    ``source: {poll: ...}``, 60 by default); a fetch that brings a new commit checks it out,
-    and the watcher sees its files change. An unreachable remote warns and keeps the last."""
+class _RemoteSources:
+    """The tools whose source lives elsewhere (a git repository, web files, an S3 prefix),
+    each fetched every ``poll`` seconds (its ``source: {poll: ...}``, 60 by default). A fetch
+    that brings a new commit checks it out, and one that finds a changed file or object
+    rewrites it, so the watcher sees the files change. An unreachable source warns and keeps
+    the last copy."""
 
     def __init__(self, tools: Iterable[KnowledgeBase]) -> None:
-        self.tools = [t for t in tools if t.git is not None]
+        self.tools = [t for t in tools if t.resolved.config.remote is not None]
         self.due: dict[str, float] = {}
         for tool in self.tools:
             tool.fetch_source()
             self._schedule(tool)
 
     def _schedule(self, tool: KnowledgeBase) -> None:
-        assert tool.git is not None
-        self.due[tool.name] = time.monotonic() + tool.git.spec.poll
+        remote = tool.resolved.config.remote
+        assert remote is not None
+        self.due[tool.name] = time.monotonic() + remote.poll
 
     def poll(self) -> None:
-        """Fetch each repository whose interval is up."""
+        """Fetch each source whose interval is up."""
         now = time.monotonic()
         for tool in self.tools:
             if now >= self.due[tool.name]:
                 try:
                     tool.fetch_source()
-                except ConfigError as exc:  # the clone is gone too: said, retried next time
+                except ConfigError as exc:  # no copy either: said, retried next time
                     log.warning("%s", exc)
                 self._schedule(tool)
 

@@ -137,3 +137,55 @@ def test_an_unreachable_bucket_keeps_what_was_fetched(tmp_path: Path, s3: S3Serv
     assert json.loads(result.stdout)["tools"][0]["unchanged"] == 3
     warned = [ln for ln in result.stderr.splitlines() if "cannot read s3://handbook/docs/" in ln]
     assert len(warned) == 1, result.stderr
+
+
+def test_watch_polls_the_bucket_and_ingests_a_changed_object(tmp_path: Path, s3: S3Server) -> None:
+    from test_ingest_watch import Watcher
+
+    project = tmp_path / "proj"
+    write(project / "agent.yaml", AGENT + "      poll: 1\n")
+    aws = project / "home" / ".aws"  # the watcher's HOME: boto3's standard files reach moto
+    write(
+        aws / "config",
+        f"[default]\nregion = us-east-1\nendpoint_url = {s3.env['AWS_ENDPOINT_URL']}\n",
+    )
+    write(
+        aws / "credentials",
+        "[default]\naws_access_key_id = testing\naws_secret_access_key = testing\n",
+    )
+    watcher = Watcher(project)
+    try:
+        watcher.wait_for("kb: 3 new")
+        s3.put("docs/bravo.md", "# bravo\n\nThe bravo pump was replaced by a quiet turbine.\n")
+        watcher.wait_for("kb: 0 new, 1 changed")
+        found = run_holodeck("search", "--json", "quiet turbine", cwd=project, env=s3.env)
+        best = json.loads(found.stdout)["tools"][0]["results"][0]
+        assert best["url"] == f"s3://{BUCKET}/docs/bravo.md"
+        assert "quiet turbine" in best["content"]
+    finally:
+        watcher.kill()
+
+
+def test_store_info_and_config_show_name_the_prefix_and_its_objects(
+    tmp_path: Path, s3: S3Server
+) -> None:
+    project = tmp_path / "proj"
+    write(project / "agent.yaml", AGENT)
+    before = json.loads(run_holodeck("config", "show", "--json", cwd=project).stdout)
+    assert before["tools"][0]["s3"] == {
+        "bucket": BUCKET,
+        "prefix": "docs/",
+        "objects": 0,
+        "fetched_at": None,
+    }
+    ingest(project, s3.env)
+    for args in (("store", "info", "--json"), ("config", "show", "--json")):
+        result = run_holodeck(*args, cwd=project, env=s3.env)
+        assert result.returncode == 0, result.stderr
+        shown = json.loads(result.stdout)["tools"][0]["s3"]
+        assert (shown["bucket"], shown["prefix"], shown["objects"]) == (BUCKET, "docs/", 3)
+        assert shown["fetched_at"].endswith("Z")
+    for args in (("store", "info"), ("config", "show")):
+        text = run_holodeck(*args, cwd=project, env=s3.env).stdout
+        assert f"s3:              s3://{BUCKET}/docs/" in text
+        assert "objects:         3 (fetched 20" in text

@@ -135,3 +135,53 @@ def test_a_credential_in_a_url_is_never_printed_or_stored(tmp_path: Path, served
     for f in (project / ".holodeck").rglob("*"):
         if f.is_file():
             assert token.encode() not in f.read_bytes(), f
+
+
+def test_watch_polls_the_urls_and_ingests_a_changed_page(tmp_path: Path, served: Served) -> None:
+    from test_ingest_watch import Watcher
+
+    project = tmp_path / "proj"
+    urls = [f"{served.url}/{t}.md" for t in ("alpha", "bravo", "charlie")]
+    write(project / "agent.yaml", agent(urls) + "      poll: 1\n")
+    watcher = Watcher(project)
+    try:
+        watcher.wait_for("kb: 3 new")
+        bravo = served.folder / "bravo.md"
+        write(bravo, "# bravo\n\nThe bravo pump was replaced by a quiet turbine.\n")
+        later = bravo.stat().st_mtime + 10  # Last-Modified has whole seconds
+        os.utime(bravo, (later, later))
+        watcher.wait_for("kb: 0 new, 1 changed")
+        found = run_holodeck("search", "--json", "quiet turbine", cwd=project)
+        best = json.loads(found.stdout)["tools"][0]["results"][0]
+        assert best["url"] == f"{served.url}/bravo.md"
+        assert "quiet turbine" in best["content"]
+    finally:
+        watcher.kill()
+
+
+def test_store_info_and_config_show_name_each_url_and_its_last_fetch(
+    tmp_path: Path, served: Served
+) -> None:
+    token = "webT0KEN4471"
+    project = tmp_path / "proj"
+    secret = served.url.replace("http://", f"http://reader:{token}@") + "/alpha.md"
+    shown_url = served.url.replace("http://", "http://reader:***@") + "/alpha.md"
+    write(project / "agent.yaml", agent([secret, f"{served.url}/bravo.md"]))
+    before = json.loads(run_holodeck("config", "show", "--json", cwd=project).stdout)
+    assert before["tools"][0]["urls"] == [
+        {"url": shown_url, "fetched_at": None},
+        {"url": f"{served.url}/bravo.md", "fetched_at": None},
+    ]
+    ingest(project)
+    for args in (("store", "info", "--json"), ("config", "show", "--json")):
+        result = run_holodeck(*args, cwd=project)
+        assert result.returncode == 0, result.stderr
+        urls = json.loads(result.stdout)["tools"][0]["urls"]
+        assert [u["url"] for u in urls] == [shown_url, f"{served.url}/bravo.md"]
+        assert all(u["fetched_at"].endswith("Z") for u in urls), urls
+        assert token not in result.stdout
+    for args in (("store", "info"), ("config", "show")):
+        text = run_holodeck(*args, cwd=project).stdout
+        assert f"url:             {shown_url} (fetched 20" in text
+        assert f"url:             {served.url}/bravo.md (fetched 20" in text
+        assert token not in text
