@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from holodeck.cli.agent_setup import agent_of
 from holodeck.cli.interrupts import run_interruptible
 from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import ingest_tools
 from holodeck.config.loader import load_project
-from holodeck.tools.vectorstore_tool import build_tools
 
 if TYPE_CHECKING:
     from holodeck.agent.loop import Agent
@@ -46,19 +46,8 @@ def chat(
     On a terminal: line editing, history, /help for commands. Piped: each input line is one
     message and each answer is printed as plain text.
     """
-    from holodeck.agent.loop import Agent  # imports openai: only when chatting
-    from holodeck.tools.function_tool import load_function_tools
-
     project = load_project(agent_path(agent_opt, agent_arg), calls_model=True)
-    tools = build_tools(project)
-    if not tools and project.agent.model is None:
-        raise click.UsageError(
-            f"{project.agent_path.name} has neither a model: nor vectorstore tools: "
-            "there is nothing to chat with"
-        )
-    agent = Agent.from_project(project, tools, max_tool_rounds)  # a missing key fails here
-    # Function tools are imported now: a missing function is exit 2 before any ingest.
-    functions = load_function_tools(project) if not agent.retrieval_only else []
+    agent, tools, functions = agent_of(project, max_tool_rounds, "chat with")
     quiet = bool(ctx.obj.get("quiet"))
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     try:

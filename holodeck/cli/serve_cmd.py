@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from holodeck.cli.agent_setup import agent_of
 from holodeck.cli.options import agent_argument, agent_option, agent_path
 from holodeck.cli.progress import WatchReport
 from holodeck.config.loader import load_project
@@ -195,21 +196,12 @@ def _serve_rest(
     agui: bool,
 ) -> None:
     """``--protocol rest`` or ``ag-ui``: the agent chat runs, its knowledge bases watched."""
-    from holodeck.agent.loop import Agent
     from holodeck.serve.rest_run import RestOptions, serve_rest
     from holodeck.serve.run import HttpEndpoint, WatchHooks
-    from holodeck.tools.function_tool import load_function_tools
 
     origins = tuple(o.strip() for o in cors_origins.split(",") if o.strip())
-    project = load_project(path)
-    tools = build_tools(project)
-    if not tools and project.agent.model is None:
-        raise click.UsageError(
-            f"{project.agent_path.name} has neither a model: nor vectorstore tools: "
-            "there is nothing to serve"
-        )
-    template = Agent.from_project(project, tools, max_tool_rounds)  # a missing key fails here
-    functions = load_function_tools(project) if not template.retrieval_only else []
+    project = load_project(path, calls_model=True)  # it answers with the model
+    template, tools, functions = agent_of(project, max_tool_rounds, "serve")
     quiet = bool(ctx.obj.get("quiet"))
     report = WatchReport(tools, quiet, first_pass_fails=False, stdout=False)
     hooks = WatchHooks(report.progress, report.done, report.failed, report.ready, report.settings)

@@ -70,7 +70,8 @@ def test_commands_that_never_call_the_model_run_without_its_key(tmp_path: Path) 
 
 def test_chat_and_test_name_the_variable_and_following_the_advice_works(tmp_path: Path) -> None:
     project = init_with_model(tmp_path)
-    for args, stdin in ((("chat",), "hello\n"), (("test",), None)):
+    serve_rest = ("serve", "--protocol", "rest", "--port", "0")  # it answers with the model
+    for args, stdin in ((("chat",), "hello\n"), (("test",), None), (serve_rest, None)):
         refused = run_holodeck(*args, cwd=project, stdin=stdin)
         assert error_line(refused) == (  # the one line, no warning before it
             "Error: agent.yaml:12: model.api_key: OPENAI_API_KEY is not set (export it, or add "
