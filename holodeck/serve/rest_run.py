@@ -33,6 +33,7 @@ from holodeck.serve.run import (
     HttpEndpoint,
     WatchHooks,
     _listen,
+    _warn_of_dotenv_token,
     _watch,
     serve_asgi,
 )
@@ -75,6 +76,8 @@ def serve_rest(
         setting.read()
     tools = template.tools
     token = SERVE_TOKEN.read()
+    if token is None:
+        _warn_of_dotenv_token(template.project.root, warn)
     endpoint = options.endpoint
     if endpoint.no_auth and token:
         raise ConfigError(

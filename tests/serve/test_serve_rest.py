@@ -254,6 +254,24 @@ def test_the_token_is_needed_for_the_api_but_not_for_the_page(
         server.kill()
 
 
+def test_a_token_in_dotenv_is_said_to_be_ignored_by_the_rest_server_too(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """serve reads the token only from its environment: a token in ``.env`` leaves the REST
+    server open, and it says so once, as MCP over HTTP does."""
+    project = make_model_project(tmp_path / "station", fake_openai.url)
+    (project / ".env").write_text(f"{TOKEN_VAR}=a-token-kept-in-dotenv-5678\n")
+    server = RestServer(project)
+    try:
+        server.wait_ready()  # no token asked, as documented
+        assert server.stop() == 0
+    finally:
+        server.kill()
+    said = [line for line in server.stderr().splitlines() if ".env sets" in line]
+    assert len(said) == 1 and TOKEN_VAR in said[0], server.stderr()
+    assert "a-token-kept-in-dotenv-5678" not in server.stderr()
+
+
 def test_rate_and_cors_limits(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     project = make_model_project(tmp_path / "station", fake_openai.url)
     origin = "http://app.example"
