@@ -97,12 +97,6 @@ class SearchResult:
 View = Literal["contract", "model", "compact", "terminal"]
 
 
-def where_fields(result: SearchResult) -> str:
-    """`` | Location: lines 3-9 | Section: A › B``, each field only when known."""
-    out = f" | Location: {result.location}" if result.location else ""
-    return out + (f" | Section: {result.section}" if result.section else "")
-
-
 def result_line(number: int, result: SearchResult, place: bool = True, shown: str = "") -> str:
     """``[1] Score: 0.83 | Source: docs/x.md``, then where it is (``place``) when known;
     ``shown``: the lines shown come from a merged neighbour there (``| Shown: lines 7-32``)."""

@@ -35,7 +35,6 @@ class Session:
     id: str
     agent: Agent
     used: float
-    turns: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property

@@ -124,7 +124,6 @@ async def turn_items(
                 with suppress(BaseException):
                     await turn
                 log.debug("Session %s: the client left; its turn was cancelled", session.id)
-        session.turns += 1
         yield "done", result
 
 
@@ -141,7 +140,6 @@ async def run_whole(request: Request, session: Session, message: str) -> TurnRes
                 await turn
             return None
         result = turn.result()
-        session.turns += 1
         return result
 
 
