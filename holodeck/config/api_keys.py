@@ -20,7 +20,7 @@ from holodeck.config.yaml_lines import Loc, dotted, line_of
 from holodeck.errors import ConfigError
 
 #: The only forms ``api_key`` may take: ``${VAR}``, or ``${VAR:?message}`` (no default).
-_ONE_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::\?(?P<said>[^}$]*))?\}")
+ONE_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::\?(?P<said>[^}$]*))?\}")
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def refuse_literal_api_key(data: dict[str, Any], node: yaml.Node | None, label: 
     """
     for loc, model in model_sections(data):
         key = model.get("api_key")
-        if key is None or (isinstance(key, str) and _ONE_VARIABLE.fullmatch(key)):
+        if key is None or (isinstance(key, str) and ONE_VARIABLE.fullmatch(key)):
             continue
         line = line_of(node, (*loc, "api_key"))
         raise ConfigError(
@@ -91,7 +91,7 @@ def defer_unset_keys(
         try:
             substitute(key, env)
         except VariableError:
-            match = _ONE_VARIABLE.fullmatch(key)
+            match = ONE_VARIABLE.fullmatch(key)
             if match is None:
                 continue  # not a key reference: substitution says what is wrong with it
             where = f"{label}:{line_of(node, (*loc, 'api_key'))}: {dotted((*loc, 'api_key'))}"

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from holodeck.config.api_keys import ONE_VARIABLE
 from holodeck.config.base import Int, MaybeFloat, StrictModel
 from holodeck.config.file_limits import FileLimits
 from holodeck.config.file_types import ALL_FILE_TYPES, DEFAULT_FILE_TYPES, ignore_spec
@@ -39,10 +40,6 @@ URL_SCHEMES = {
 }
 
 
-#: ``${VAR}`` (with an optional ``:?message``): the only form a password may take in a file.
-_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::\?[^}$]*)?\}")
-
-
 def literal_password(url: str) -> bool:
     """Whether a connection string as written in the file (before ``${VAR}`` substitution)
     holds a password that is not one ``${VAR}``: in the user info or a ``password=``."""
@@ -53,7 +50,7 @@ def literal_password(url: str) -> bool:
         if ":" in userinfo:
             found.append(userinfo.split(":", 1)[1])
     found += re.findall(r"[?&]password=([^&#]*)", url, re.IGNORECASE)
-    return any(value and not _VARIABLE.fullmatch(value) for value in found)
+    return any(value and not ONE_VARIABLE.fullmatch(value) for value in found)
 
 
 class DatabaseConfig(StrictModel):
