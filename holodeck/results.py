@@ -255,12 +255,14 @@ def snippet(
     return text
 
 
+@lru_cache(maxsize=64)
 def best_piece(
     content: str, terms: frozenset[str], quantity: bool, best: tuple[int, int]
-) -> tuple[list[str], int]:
+) -> tuple[tuple[str, ...], int]:
     """``content``'s pieces as shown, and the number of the one that matches best (on a
-    tie, one of the best chunk's, ``content[best[0]:best[1]]``)."""
-    parts = [_plain(p) for p in pieces(content)] or [" ".join(content.split())]
+    tie, one of the best chunk's, ``content[best[0]:best[1]]``); kept for the few results
+    being shown, since the snippet and the place of the lines shown both ask for it."""
+    parts = tuple(_plain(p) for p in pieces(content)) or (" ".join(content.split()),)
     inside = _pieces_in(content, best)
     top = max(
         range(len(parts)),
